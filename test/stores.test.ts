@@ -1,0 +1,166 @@
+import fs from "node:fs"
+import os from "node:os"
+import path from "node:path"
+import t, { type Test } from "tap"
+import { FileTaskStore } from "../lib/stores/file.js"
+import { InMemoryTaskStore } from "../lib/stores/memory.js"
+import { resolveStore } from "../lib/stores/resolve.js"
+import type { TaskStore } from "../lib/stores/task-store.js"
+import type { A2ATask } from "../lib/types.js"
+
+const task = (id: string, state: A2ATask["status"]["state"] = "submitted", extra: Partial<A2ATask> = {}): A2ATask => ({
+  id,
+  contextId: "ctx-1",
+  kind: "task",
+  status: { state, timestamp: new Date().toISOString() },
+  history: [{ kind: "message", messageId: "m1", role: "user", parts: [{ kind: "text", text: "hello" }] }],
+  ...extra,
+})
+
+const tmpDir = (t: Test) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tn-store-test-"))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+/** The behaviour every store shares, run against each. */
+const contract = (name: string, make: (t: Test) => TaskStore) =>
+  t.test(`${name}: the TaskStore contract`, async (t) => {
+    const store = make(t)
+    t.equal(await store.get("nope"), undefined, "a missing id is undefined")
+
+    await store.save(task("t-1"))
+    t.match(await store.get("t-1"), { id: "t-1", contextId: "ctx-1", status: { state: "submitted" } }, "reads back what was saved")
+
+    await store.save(task("t-1", "completed", { artifacts: [{ parts: [{ kind: "text", text: "done" }] }] }))
+    const latest = await store.get("t-1")
+    t.equal(latest?.status.state, "completed", "a later save replaces the earlier one")
+    t.equal(latest?.artifacts?.[0].parts[0].kind === "text" && latest.artifacts[0].parts[0].text, "done")
+
+    const saved = task("t-2")
+    await store.save(saved)
+    saved.status.state = "failed"
+    t.equal((await store.get("t-2"))?.status.state, "submitted", "mutating a saved task does not change the store")
+    const got = await store.get("t-2")
+    got!.status.state = "canceled"
+    t.equal((await store.get("t-2"))?.status.state, "submitted", "mutating a task that was read does not change the store")
+
+    await Promise.all(["a/b", "a_b", "a.b", "a b", "Abc", "abc"].map((id, i) => store.save(task(id, "working", { metadata: { i } }))))
+    for (const [i, id] of ["a/b", "a_b", "a.b", "a b", "Abc", "abc"].entries()) {
+      t.same((await store.get(id))?.metadata, { i }, `id ${JSON.stringify(id)} keeps its own task`)
+    }
+
+    await store.delete?.("t-2")
+    t.equal(await store.get("t-2"), undefined, "delete removes the task")
+  })
+
+contract("InMemoryTaskStore", () => new InMemoryTaskStore())
+contract("FileTaskStore", (t) => new FileTaskStore(tmpDir(t)))
+
+t.test("FileTaskStore keeps one <id>.json per plain id and nothing else", async (t) => {
+  const dir = tmpDir(t)
+  const store = new FileTaskStore(dir)
+  await store.save(task("abc-123"))
+  await store.save(task("abc-123", "working"))
+  t.same(fs.readdirSync(dir), ["abc-123.json"], "no tmp files left behind")
+  t.equal(JSON.parse(fs.readFileSync(path.join(dir, "abc-123.json"), "utf8")).status.state, "working")
+})
+
+t.test("FileTaskStore creates its directory", async (t) => {
+  const dir = path.join(tmpDir(t), "nested", "tasks")
+  const store = new FileTaskStore(dir)
+  t.ok(fs.statSync(dir).isDirectory())
+  await store.save(task("x"))
+  t.ok(fs.existsSync(path.join(dir, "x.json")))
+})
+
+t.test("FileTaskStore never writes outside its directory", async (t) => {
+  const root = tmpDir(t)
+  const dir = path.join(root, "tasks")
+  const store = new FileTaskStore(dir)
+  for (const id of ["../escape", "/etc/passwd", "..", "sub/../../x", "C:\\win"]) {
+    await store.save(task(id))
+    t.equal((await store.get(id))?.id, id)
+  }
+  t.same(fs.readdirSync(root), ["tasks"], "nothing appeared beside the directory")
+  t.equal(fs.readdirSync(dir).length, 5)
+  t.ok(fs.readdirSync(dir).every((name) => !name.includes("/") && name.endsWith(".json")))
+})
+
+t.test("FileTaskStore refuses ids it cannot store", async (t) => {
+  const store = new FileTaskStore(tmpDir(t))
+  await t.rejects(store.save(task("")), /non-empty string/)
+  await t.rejects(store.save(task("a\0b")), /NUL/)
+  await t.rejects(store.get(""), /non-empty string/)
+})
+
+t.test("FileTaskStore stores over-long ids", async (t) => {
+  const dir = tmpDir(t)
+  const store = new FileTaskStore(dir)
+  const long = "é".repeat(2000)
+  const other = "é".repeat(1999) + "e"
+  await store.save(task(long, "working"))
+  await store.save(task(other, "completed"))
+  t.equal((await store.get(long))?.status.state, "working")
+  t.equal((await store.get(other))?.status.state, "completed")
+  t.ok(fs.readdirSync(dir).every((name) => Buffer.byteLength(name) <= 255), "every file name fits the 255-byte limit")
+})
+
+t.test("FileTaskStore reports a corrupt file as an error, not as missing", async (t) => {
+  const dir = tmpDir(t)
+  const store = new FileTaskStore(dir)
+  fs.writeFileSync(path.join(dir, "broken.json"), '{"id":"broken","status":')
+  await t.rejects(store.get("broken"), /corrupt file for task "broken"/)
+  fs.writeFileSync(path.join(dir, "other.json"), JSON.stringify(task("someone-else")))
+  await t.rejects(store.get("other"), /does not hold task "other"/)
+})
+
+t.test("FileTaskStore reports an unreadable file as an error", async (t) => {
+  const dir = tmpDir(t)
+  const store = new FileTaskStore(dir)
+  fs.mkdirSync(path.join(dir, "isdir.json"))
+  await t.rejects(store.get("isdir"), /could not read task "isdir"/)
+})
+
+t.test("FileTaskStore applies concurrent saves of one id in call order", async (t) => {
+  const dir = tmpDir(t)
+  const store = new FileTaskStore(dir)
+  const states = ["submitted", "working", "input-required", "working", "completed"] as const
+  await Promise.all(states.map((state, i) => store.save(task("race", state, { metadata: { i } }))))
+  t.same((await store.get("race"))?.metadata, { i: states.length - 1 }, "the last call wins")
+  t.same(fs.readdirSync(dir), ["race.json"])
+})
+
+t.test("FileTaskStore snapshots a task at save() time", async (t) => {
+  const store = new FileTaskStore(tmpDir(t))
+  const saved = task("snap")
+  const pending = store.save(saved)
+  saved.status.state = "failed"
+  await pending
+  t.equal((await store.get("snap"))?.status.state, "submitted")
+})
+
+t.test("a failed save does not block later saves of the same id", async (t) => {
+  const dir = tmpDir(t)
+  const store = new FileTaskStore(dir)
+  const cyclic = task("cyc") as A2ATask & { self?: unknown }
+  cyclic.self = cyclic
+  await t.rejects(store.save(cyclic), /circular/i)
+  await store.save(task("cyc", "completed"))
+  t.equal((await store.get("cyc"))?.status.state, "completed")
+})
+
+t.test("resolveStore", async (t) => {
+  const dir = tmpDir(t)
+  t.type(resolveStore(), InMemoryTaskStore)
+  t.type(resolveStore("memory"), InMemoryTaskStore)
+  const file = resolveStore(`file:${dir}/inner`)
+  t.type(file, FileTaskStore)
+  t.ok(fs.existsSync(path.join(dir, "inner")), "file:<dir> creates the directory")
+  const custom = { get: async () => undefined, save: async () => {} }
+  t.equal(resolveStore(custom), custom)
+  t.throws(() => resolveStore("file:"), /names no directory/)
+  t.throws(() => resolveStore("redis:whatever"), /Unknown A2A store "redis:whatever": expected "memory", "file:<dir>" or an object with get\(id\) and save\(task\)/)
+  t.throws(() => resolveStore({ get: () => undefined } as never), /Unknown A2A store \(an object without get\/save methods\)/)
+  t.throws(() => resolveStore(42 as never), /Unknown A2A store \(a number\)/)
+})
