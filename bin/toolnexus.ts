@@ -1,0 +1,45 @@
+#!/usr/bin/env node
+import { clientFor, parseCli, USAGE } from "../lib/cli.js"
+import { createToolkit } from "../lib/toolkit.js"
+import { createLogger } from "../lib/serve.js"
+
+const log = createLogger()
+let config
+try {
+  config = parseCli(process.argv.slice(2), process.env)
+} catch (err) {
+  console.error(`toolnexus: ${(err as Error).message}\n\n${USAGE}`)
+  process.exit(2)
+}
+if (config === "help") {
+  console.log(USAGE)
+  process.exit(0)
+}
+
+const toolkit = await createToolkit()
+const client = clientFor(config)
+const agent = await toolkit.serve(`${config.host.includes(":") ? `[${config.host}]` : config.host}:${config.port}`, {
+  client,
+  a2a: { name: config.name, store: config.store },
+  logger: log,
+})
+log.info({ url: agent.url, store: config.store, model: client.model }, "toolnexus agent listening")
+if (!config.model) {
+  log.warn({ model: client.model }, "no model configured: serving an offline echo agent; set --base-url and --model (and TOOLNEXUS_API_KEY) to serve a real one")
+}
+
+let stopping = false
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.on(signal, () => {
+    if (stopping) process.exit(1) // a second signal: stop waiting for running tasks
+    stopping = true
+    log.info({ signal }, "stopping: letting running tasks finish")
+    toolkit.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error({ err }, "stop failed")
+        process.exit(1)
+      },
+    )
+  })
+}

@@ -1,0 +1,63 @@
+import type { AgentCard, AgentProvider, AgentSkill } from "../types.js"
+
+/** What a host may say about its agent; everything else on the card is derived. */
+export interface CardOptions {
+  name?: string
+  description?: string
+  version?: string
+  provider?: AgentProvider
+  skills?: AgentSkill[]
+}
+
+const DEFAULT_SKILL: AgentSkill = {
+  id: "chat",
+  name: "Chat",
+  description: "Answers a text message, using the agent's tools where they help.",
+  tags: ["chat"],
+}
+
+/**
+ * The agent card for an endpoint URL: the A2A 1.0 fields
+ * (`supportedInterfaces`) and the 0.3 ones (`url`, `protocolVersion`,
+ * `preferredTransport`), so both generations of client find the endpoint.
+ */
+export function buildAgentCard(opts: CardOptions, endpointUrl: string): AgentCard {
+  return {
+    name: opts.name ?? "toolnexus agent",
+    description: opts.description ?? "An LLM agent with tools, served over A2A by toolnexus.",
+    version: opts.version ?? "1.0.0",
+    url: endpointUrl,
+    protocolVersion: "0.3.0",
+    preferredTransport: "JSONRPC",
+    supportedInterfaces: [
+      { url: endpointUrl, protocolBinding: "JSONRPC", protocolVersion: "1.0" },
+      { url: endpointUrl, protocolBinding: "JSONRPC", protocolVersion: "0.3" },
+    ],
+    ...(opts.provider ? { provider: opts.provider } : {}),
+    capabilities: { streaming: false, pushNotifications: false },
+    defaultInputModes: ["text/plain", "application/json"],
+    defaultOutputModes: ["text/plain"],
+    skills: opts.skills ?? [DEFAULT_SKILL],
+  }
+}
+
+/** Checks card options at registration, naming the bad field. */
+export function checkCardOptions(opts: CardOptions): void {
+  for (const key of ["name", "description", "version"] as const) {
+    if (opts[key] !== undefined && (typeof opts[key] !== "string" || opts[key] === "")) {
+      throw new TypeError(`toolnexus: opts.${key} should be a non-empty string`)
+    }
+  }
+  if (opts.skills !== undefined) {
+    if (!Array.isArray(opts.skills)) throw new TypeError("toolnexus: opts.skills should be an array of { id, name, description, tags }")
+    opts.skills.forEach((skill, i) => {
+      for (const key of ["id", "name", "description"] as const) {
+        if (typeof skill?.[key] !== "string") throw new TypeError(`toolnexus: opts.skills[${i}].${key} should be a string`)
+      }
+      if (!Array.isArray(skill.tags)) throw new TypeError(`toolnexus: opts.skills[${i}].tags should be an array of strings`)
+    })
+  }
+  if (opts.provider !== undefined && (typeof opts.provider?.organization !== "string" || typeof opts.provider?.url !== "string")) {
+    throw new TypeError("toolnexus: opts.provider should be { organization, url }")
+  }
+}

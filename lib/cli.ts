@@ -1,0 +1,67 @@
+import { parseArgs } from "node:util"
+import { createClient, createLocalClient, type Client, type ClientOptions } from "./client.js"
+
+/** What the `toolnexus` command runs with, from flags first, then environment variables, then defaults. */
+export interface CliConfig {
+  host: string
+  port: number
+  store: string
+  name: string
+  /** The model to call; absent means the offline echo agent. */
+  model?: Pick<ClientOptions, "baseUrl" | "style" | "model" | "apiKey">
+}
+
+export const USAGE = `Usage: toolnexus [options]
+
+Serves an A2A agent over JSON-RPC. Flags win over environment variables.
+
+  --host HOST          listen address (TOOLNEXUS_HOST, default 127.0.0.1)
+  --port PORT          listen port, 0 for any free one (TOOLNEXUS_PORT, default 4000)
+  --store STORE        "file:<dir>" or "memory" (TOOLNEXUS_STORE, default file:./.toolnexus/tasks)
+  --name NAME          agent name on the agent card (TOOLNEXUS_NAME)
+  --base-url URL       model endpoint, e.g. https://api.openai.com/v1 (TOOLNEXUS_BASE_URL)
+  --style STYLE        "openai" or "anthropic" (TOOLNEXUS_STYLE, default openai)
+  --model MODEL        model name (TOOLNEXUS_MODEL)
+  -h, --help           this text
+
+The API key is read from TOOLNEXUS_API_KEY only (never a flag, so it stays out of ps).
+With no --base-url the server runs an offline echo agent, so a first run needs no key.`
+
+export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliConfig | "help" {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      host: { type: "string" },
+      port: { type: "string" },
+      store: { type: "string" },
+      name: { type: "string" },
+      "base-url": { type: "string" },
+      style: { type: "string" },
+      model: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+    strict: true,
+  })
+  if (values.help) return "help"
+  const portText = values.port ?? env.TOOLNEXUS_PORT ?? "4000"
+  const port = Number(portText)
+  if (!/^\d{1,5}$/.test(portText) || port > 65535) throw new Error(`--port should be a number 0-65535, got ${JSON.stringify(portText)}`)
+  const baseUrl = values["base-url"] ?? env.TOOLNEXUS_BASE_URL
+  const style = values.style ?? env.TOOLNEXUS_STYLE ?? "openai"
+  if (style !== "openai" && style !== "anthropic") throw new Error(`--style should be "openai" or "anthropic", got ${JSON.stringify(style)}`)
+  const model = values.model ?? env.TOOLNEXUS_MODEL
+  if (baseUrl && !model) throw new Error("--base-url is set but no --model: name the model to call (or TOOLNEXUS_MODEL)")
+  return {
+    host: values.host ?? env.TOOLNEXUS_HOST ?? "127.0.0.1",
+    port,
+    store: values.store ?? env.TOOLNEXUS_STORE ?? "file:./.toolnexus/tasks",
+    name: values.name ?? env.TOOLNEXUS_NAME ?? "toolnexus agent",
+    ...(baseUrl && model ? { model: { baseUrl, style, model, apiKey: env.TOOLNEXUS_API_KEY } } : {}),
+  }
+}
+
+/** The configured model's client, or the offline echo agent. */
+export function clientFor(config: CliConfig): Client {
+  if (config.model) return createClient(config.model)
+  return createLocalClient(({ messages }) => `echo: ${messages.filter((m) => m.role === "user").at(-1)?.content ?? ""}`, { model: "offline-echo" })
+}

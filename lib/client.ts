@@ -1,0 +1,234 @@
+import type { Tool, Toolkit, ToolResult } from "./toolkit.js"
+import type { JsonObject } from "./types.js"
+import { anthropicModel } from "./models/anthropic.js"
+import { openAIModel } from "./models/openai.js"
+import { usageFrom, type Model, type ModelToolCall, type ModelTurn } from "./models/model.js"
+
+export interface ChatMessage {
+  role: "system" | "user" | "assistant" | "tool"
+  content: string
+  /** On an assistant message: the tools it asked for. */
+  toolCalls?: ToolCall[]
+  /** On a tool message: the call it answers. */
+  toolCallId?: string
+  /** On a tool message: the tool failed (Anthropic tells the model so with `is_error`). */
+  isError?: boolean
+}
+
+export interface ToolCall {
+  id: string
+  name: string
+  args: JsonObject
+}
+
+export interface ToolCallRecord extends ToolCall {
+  result: ToolResult
+}
+
+export interface Usage {
+  inputTokens: number
+  outputTokens: number
+  totalTokens: number
+}
+
+export interface RunOptions {
+  /** The tools the model may call; without one, every call gets an error result. */
+  toolkit?: Toolkit
+  /** Aborts the request in flight and stops the loop. */
+  signal?: AbortSignal
+  /** Earlier turns, placed before the prompt; a previous `RunResult.messages` fits as is. */
+  history?: ChatMessage[]
+}
+
+export interface RunResult {
+  /** The model's final answer. */
+  text: string
+  /** The conversation: history, prompt, then every assistant and tool message; without the system prompt. */
+  messages: ChatMessage[]
+  toolCalls: ToolCallRecord[]
+  /** How many times the model was called. */
+  turns: number
+  /** Summed over all turns. */
+  usage: Usage
+  model: string
+}
+
+export interface Client {
+  readonly model: string
+  run(prompt: string, opts?: RunOptions): Promise<RunResult>
+}
+
+export interface ClientOptions {
+  /** Such as https://api.openai.com/v1 or https://api.anthropic.com */
+  baseUrl: string
+  style: "openai" | "anthropic"
+  model: string
+  apiKey?: string
+  headers?: Record<string, string>
+  systemPrompt?: string
+  /** Model calls per run before giving up; default 10. */
+  maxTurns?: number
+  /** Per model request; default 60000. */
+  timeoutMs?: number
+  /** Anthropic's max_tokens; default 4096. */
+  maxTokens?: number
+}
+
+/** What a model function answers: its final text, or tools to call first. */
+export type ModelReply =
+  | string
+  | { text?: string; toolCalls?: Array<{ id?: string; name: string; args?: JsonObject }>; usage?: Partial<Usage> }
+
+/** Plays the model in-process: for tests, benchmarks and offline agents. */
+export type ModelFunction = (request: {
+  messages: ChatMessage[]
+  tools: readonly Tool[]
+  signal?: AbortSignal
+}) => ModelReply | Promise<ModelReply>
+
+interface LoopSettings {
+  systemPrompt?: string
+  maxTurns: number
+}
+
+/** A client for a model behind an OpenAI- or Anthropic-style HTTP API. */
+export function createClient(opts: ClientOptions): Client {
+  checkClientOptions(opts)
+  const endpoint = {
+    baseUrl: opts.baseUrl,
+    model: opts.model,
+    apiKey: opts.apiKey,
+    headers: opts.headers,
+    timeoutMs: opts.timeoutMs ?? 60_000,
+  }
+  const model = opts.style === "openai" ? openAIModel(endpoint) : anthropicModel({ ...endpoint, maxTokens: opts.maxTokens ?? 4096 })
+  return loopClient(model, { systemPrompt: opts.systemPrompt, maxTurns: opts.maxTurns ?? 10 })
+}
+
+/** A client whose model is `respond`, called once per turn. */
+export function createLocalClient(respond: ModelFunction, opts: { model?: string; systemPrompt?: string; maxTurns?: number } = {}): Client {
+  if (typeof respond !== "function") throw new TypeError("createLocalClient: respond should be a function that plays the model")
+  if (opts.model !== undefined && (typeof opts.model !== "string" || opts.model === "")) {
+    throw new TypeError("createLocalClient: opts.model should be a non-empty string")
+  }
+  checkOptionalString("createLocalClient", "systemPrompt", opts.systemPrompt)
+  checkOptionalPositiveInteger("createLocalClient", "maxTurns", opts.maxTurns)
+  return loopClient(localModel(respond, opts.model ?? "local"), { systemPrompt: opts.systemPrompt, maxTurns: opts.maxTurns ?? 10 })
+}
+
+function loopClient(model: Model, settings: LoopSettings): Client {
+  return {
+    model: model.name,
+    run: (prompt, opts = {}) => runLoop(model, settings, prompt, opts),
+  }
+}
+
+/** The one tool-calling loop: ask the model, run the tools it asks for, repeat until it answers. */
+async function runLoop(model: Model, settings: LoopSettings, prompt: string, opts: RunOptions): Promise<RunResult> {
+  if (typeof prompt !== "string") throw new TypeError("run: prompt should be a string")
+  if (opts.history !== undefined && !Array.isArray(opts.history)) throw new TypeError("run: opts.history should be an array of ChatMessage")
+  const { toolkit, signal } = opts
+  const system: ChatMessage[] = settings.systemPrompt ? [{ role: "system", content: settings.systemPrompt }] : []
+  const messages: ChatMessage[] = [...(opts.history ?? []), { role: "user", content: prompt }]
+  const toolCalls: ToolCallRecord[] = []
+  let usage: Usage = { inputTokens: 0, outputTokens: 0, totalTokens: 0 }
+
+  for (let turn = 1; turn <= settings.maxTurns; turn++) {
+    signal?.throwIfAborted()
+    const reply = await model.turn({ messages: [...system, ...messages], toolkit, signal })
+    usage = addUsage(usage, reply.usage)
+    const calls = reply.toolCalls.map(({ id, name, args }) => ({ id, name, args }))
+    messages.push({ role: "assistant", content: reply.text, ...(calls.length > 0 && { toolCalls: calls }) })
+    if (calls.length === 0) return { text: reply.text, messages, toolCalls, turns: turn, usage, model: model.name }
+
+    for (const call of reply.toolCalls) {
+      signal?.throwIfAborted()
+      const result = await runTool(call, toolkit, signal)
+      toolCalls.push({ id: call.id, name: call.name, args: call.args, result })
+      messages.push({ role: "tool", content: result.output, toolCallId: call.id, isError: result.isError })
+    }
+  }
+  throw new Error(`The model kept calling tools after ${settings.maxTurns} turns without giving an answer; raise maxTurns or make the prompt more specific`)
+}
+
+async function runTool(call: ModelToolCall, toolkit: Toolkit | undefined, signal: AbortSignal | undefined): Promise<ToolResult> {
+  if (call.invalid !== undefined) return { output: call.invalid, isError: true }
+  if (!toolkit) return { output: `There is no toolkit, so ${call.name} cannot run; answer without tools`, isError: true }
+  return toolkit.execute(call.name, call.args, { signal })
+}
+
+function addUsage(a: Usage, b: Usage): Usage {
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    totalTokens: a.totalTokens + b.totalTokens,
+  }
+}
+
+function localModel(respond: ModelFunction, name: string): Model {
+  let nextCallId = 1 // ids the function leaves out must still pair each tool message with its call
+  return {
+    name,
+    async turn({ messages, toolkit, signal }): Promise<ModelTurn> {
+      const reply = await respond({ messages: [...messages], tools: toolkit?.tools() ?? [], signal })
+      if (typeof reply === "string") return { text: reply, toolCalls: [], usage: usageFrom(0, 0) }
+      if (typeof reply !== "object" || reply === null) {
+        throw new TypeError(`The local model function should return a string or { text, toolCalls, usage }, got ${reply === null ? "null" : typeof reply}`)
+      }
+      const toolCalls = (reply.toolCalls ?? []).map((call) => ({
+        id: call.id ?? `local_call_${nextCallId++}`,
+        name: call.name,
+        args: call.args ?? {},
+      }))
+      return { text: reply.text ?? "", toolCalls, usage: usageFrom(reply.usage?.inputTokens, reply.usage?.outputTokens, reply.usage?.totalTokens) }
+    },
+  }
+}
+
+function checkClientOptions(opts: ClientOptions): void {
+  if (typeof opts !== "object" || opts === null) throw new TypeError("createClient: opts should be an object with baseUrl, style and model")
+  if (!isHttpUrl(opts.baseUrl)) {
+    throw new TypeError(`createClient: opts.baseUrl should be an http(s) URL such as https://api.openai.com/v1, got ${JSON.stringify(opts.baseUrl)}`)
+  }
+  if (opts.style !== "openai" && opts.style !== "anthropic") {
+    throw new TypeError(`createClient: opts.style should be "openai" or "anthropic", got ${JSON.stringify(opts.style)}`)
+  }
+  if (typeof opts.model !== "string" || opts.model.trim() === "") {
+    throw new TypeError(`createClient: opts.model should be a non-empty string naming the model, such as "gpt-4o-mini"`)
+  }
+  // Never echo the key itself, not even a wrong one.
+  if (opts.apiKey !== undefined && (typeof opts.apiKey !== "string" || opts.apiKey === "")) {
+    throw new TypeError("createClient: opts.apiKey should be a non-empty string when given; leave it out for endpoints without keys")
+  }
+  if (opts.headers !== undefined && !isStringRecord(opts.headers)) {
+    throw new TypeError("createClient: opts.headers should be an object of string header values")
+  }
+  checkOptionalString("createClient", "systemPrompt", opts.systemPrompt)
+  checkOptionalPositiveInteger("createClient", "maxTurns", opts.maxTurns)
+  checkOptionalPositiveInteger("createClient", "timeoutMs", opts.timeoutMs)
+  checkOptionalPositiveInteger("createClient", "maxTokens", opts.maxTokens)
+}
+
+function checkOptionalString(fn: string, name: string, value: unknown): void {
+  if (value !== undefined && typeof value !== "string") throw new TypeError(`${fn}: opts.${name} should be a string`)
+}
+
+function checkOptionalPositiveInteger(fn: string, name: string, value: unknown): void {
+  if (value !== undefined && !(Number.isInteger(value) && (value as number) > 0)) {
+    throw new TypeError(`${fn}: opts.${name} should be a positive integer, got ${JSON.stringify(value)}`)
+  }
+}
+
+function isHttpUrl(value: unknown): boolean {
+  if (typeof value !== "string") return false
+  try {
+    const { protocol } = new URL(value)
+    return protocol === "http:" || protocol === "https:"
+  } catch {
+    return false
+  }
+}
+
+function isStringRecord(value: unknown): value is Record<string, string> {
+  return typeof value === "object" && value !== null && !Array.isArray(value) && Object.values(value).every((v) => typeof v === "string")
+}

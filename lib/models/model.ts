@@ -1,0 +1,38 @@
+import type { ChatMessage, ToolCall, Usage } from "../client.js"
+import type { Toolkit } from "../toolkit.js"
+
+/** What the tool-calling loop needs from a model: one turn of the conversation. */
+export interface Model {
+  readonly name: string
+  turn(request: ModelRequest): Promise<ModelTurn>
+}
+
+export interface ModelRequest {
+  /** The whole conversation so far, system prompt first. */
+  messages: readonly ChatMessage[]
+  toolkit?: Toolkit
+  signal?: AbortSignal
+}
+
+export interface ModelTurn {
+  text: string
+  /** Empty when the model is done; `text` is then its answer. */
+  toolCalls: ModelToolCall[]
+  usage: Usage
+}
+
+export interface ModelToolCall extends ToolCall {
+  /** Why the call could not be decoded; the loop hands this to the model as an error result instead of running the tool. */
+  invalid?: string
+}
+
+/** Token counts from whatever a provider reported; a missing count is 0 and a missing total is the sum. */
+export function usageFrom(input: unknown, output: unknown, total?: unknown): Usage {
+  const inputTokens = count(input)
+  const outputTokens = count(output)
+  return { inputTokens, outputTokens, totalTokens: total === undefined || total === null ? inputTokens + outputTokens : count(total) }
+}
+
+function count(value: unknown): number {
+  return typeof value === "number" && Number.isFinite(value) ? value : 0
+}

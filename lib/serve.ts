@@ -1,0 +1,95 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify"
+import { pino, type Logger as PinoLogger, type LoggerOptions } from "pino"
+import type { CardOptions } from "./a2a/card.js"
+import type { Client } from "./client.js"
+import type { StoreSelector } from "./stores/resolve.js"
+import type { Toolkit } from "./toolkit.js"
+import { toolnexusA2A } from "../plugins/a2a.js"
+
+export interface ServeOptions {
+  /** Runs each task's tool-calling loop. */
+  client: Client
+  /** The tools the client may call; `toolkit.serve()` fills it in. */
+  toolkit?: Toolkit
+  a2a?: CardOptions & {
+    /** "memory" (default), "file:<dir>", or your own TaskStore. */
+    store?: StoreSelector
+    /** The endpoint URL the agent card advertises (behind a proxy); derived from the request when omitted. */
+    url?: string
+    bodyLimit?: number
+    shutdownGraceMs?: number
+  }
+  /** `false` for no logs, pino options, or a ready pino logger. Default: JSON lines at info on stdout. */
+  logger?: boolean | LoggerOptions | PinoLogger
+}
+
+export interface ServedAgent {
+  /** Where the agent listens, e.g. `http://127.0.0.1:41234` (no trailing slash). */
+  url: string
+  /** The Fastify app, for adding routes or hooks. */
+  app: FastifyInstance
+  /** Lets running tasks finish (or marks them failed after the grace period), closes the server and the store it opened. Idempotent. */
+  stop(): Promise<void>
+  /** The same as stop(). */
+  close(): Promise<void>
+}
+
+/** Header paths that carry credentials, removed from every log line. */
+export const REDACTED_PATHS = [
+  "req.headers.authorization",
+  'req.headers["x-api-key"]',
+  "req.headers.cookie",
+  "headers.authorization",
+  'headers["x-api-key"]',
+  "headers.cookie",
+]
+
+/**
+ * Boots a Fastify app serving the agent over A2A on `addr` ("host:port";
+ * port 0 picks a free one; IPv6 as "[::1]:0").
+ */
+export async function serve(addr: string, opts: ServeOptions): Promise<ServedAgent> {
+  const { host, port } = parseAddress(addr)
+  const app: FastifyInstance = Fastify({ ...loggerSetting(opts.logger), disableRequestLogging: true })
+  try {
+    const { store, url, bodyLimit, shutdownGraceMs, ...card } = opts.a2a ?? {}
+    await app.register(toolnexusA2A, { ...card, store, url, bodyLimit, shutdownGraceMs, client: opts.client, toolkit: opts.toolkit })
+    await app.listen({ host, port })
+  } catch (err) {
+    await app.close()
+    throw err
+  }
+  const address = app.server.address()
+  if (address === null || typeof address === "string") throw new Error(`serve: the server did not report a TCP address`)
+  const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address
+  let stopping: Promise<void> | undefined
+  const stop = () => (stopping ??= app.close())
+  return { url: `http://${shownHost}:${address.port}`, app, stop, close: stop }
+}
+
+/** Splits "host:port" / "[v6]:port" / ":port"; the host defaults to 127.0.0.1. */
+export function parseAddress(addr: string): { host: string; port: number } {
+  if (typeof addr !== "string") throw new TypeError(`serve: addr should be a "host:port" string, e.g. "127.0.0.1:8080"`)
+  const match = /^(?:\[([0-9a-fA-F:.%a-zA-Z]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(addr.trim())
+  const port = match ? Number(match[3]) : NaN
+  if (!match || port > 65535) {
+    throw new TypeError(`serve: addr ${JSON.stringify(addr)} should be "host:port" with a port 0-65535, e.g. "127.0.0.1:8080" or "[::1]:0"`)
+  }
+  return { host: match[1] ?? (match[2] || "127.0.0.1"), port }
+}
+
+function loggerSetting(logger: ServeOptions["logger"]): { logger?: boolean | LoggerOptions; loggerInstance?: FastifyBaseLogger } {
+  if (logger === false) return { logger: false }
+  if (logger === undefined || logger === true) return { logger: { level: "info", redact: REDACTED_PATHS } }
+  if (isPinoLogger(logger)) return { loggerInstance: logger }
+  return { logger: { redact: REDACTED_PATHS, ...logger } }
+}
+
+function isPinoLogger(value: LoggerOptions | PinoLogger): value is PinoLogger {
+  return typeof (value as PinoLogger).child === "function" && typeof (value as PinoLogger).info === "function"
+}
+
+/** A pino logger with the credential redaction serve() uses, for hosts that build their own. */
+export function createLogger(options: LoggerOptions = {}): PinoLogger {
+  return pino({ level: "info", redact: REDACTED_PATHS, ...options })
+}

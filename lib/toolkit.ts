@@ -1,0 +1,133 @@
+import { Ajv, type ValidateFunction } from "ajv"
+import type { JsonObject } from "./types.js"
+import { builtinTools } from "./builtins.js"
+import { serve, type ServeOptions, type ServedAgent } from "./serve.js"
+
+/** A JSON Schema object describing a tool's arguments. */
+export type JsonSchema = JsonObject
+
+/** What a tool's `execute` is handed besides its arguments. */
+export interface ToolContext {
+  /** Aborted when the run that called the tool is canceled. */
+  signal?: AbortSignal
+}
+
+/** A tool's answer as the model sees it. */
+export interface ToolResult {
+  output: string
+  isError: boolean
+}
+
+export interface Tool {
+  name: string
+  description: string
+  inputSchema: JsonSchema
+  /** Returns the output (a string, or anything JSON-serializable); a throw becomes an error result. */
+  execute(args: JsonObject, ctx: ToolContext): unknown
+}
+
+export interface OpenAITool {
+  type: "function"
+  function: { name: string; description: string; parameters: JsonSchema }
+}
+
+export interface AnthropicTool {
+  name: string
+  description: string
+  input_schema: JsonSchema
+}
+
+export interface ToolkitOptions {
+  /**
+   * The shipped tools: `true` (default) for all, `false` for none, or a list of names.
+   * None of them touches the file system, the network or a shell.
+   */
+  builtins?: boolean | string[]
+  /** Your own tools, added after the builtins; a name may not repeat. */
+  extraTools?: Tool[]
+}
+
+export interface Toolkit {
+  tools(): readonly Tool[]
+  get(name: string): Tool | undefined
+  /** Runs a tool after checking `args` against its inputSchema; never throws. */
+  execute(name: string, args: unknown, ctx?: ToolContext): Promise<ToolResult>
+  toOpenAI(): OpenAITool[]
+  toAnthropic(): AnthropicTool[]
+  /** Serves this toolkit as an A2A agent; see `serve()`. */
+  serve(addr: string, opts: ServeOptions): Promise<ServedAgent>
+  close(): Promise<void>
+}
+
+export async function createToolkit(opts: ToolkitOptions = {}): Promise<Toolkit> {
+  const chosen = chooseBuiltins(opts.builtins ?? true)
+  const all = [...chosen, ...(opts.extraTools ?? [])]
+  const byName = new Map<string, { tool: Tool; validate: ValidateFunction }>()
+  const ajv = new Ajv({ allErrors: true, strict: false })
+  for (const tool of all) {
+    checkTool(tool)
+    if (byName.has(tool.name)) throw new Error(`Tool name ${JSON.stringify(tool.name)} is used twice; tool names must be unique`)
+    let validate: ValidateFunction
+    try {
+      validate = ajv.compile(tool.inputSchema)
+    } catch (err) {
+      throw new Error(`Tool ${JSON.stringify(tool.name)} has an invalid inputSchema: ${(err as Error).message}`)
+    }
+    byName.set(tool.name, { tool, validate })
+  }
+  const tools = Object.freeze(all.slice())
+  const served = new Set<ServedAgent>()
+
+  const toolkit: Toolkit = {
+    tools: () => tools,
+    get: (name) => byName.get(name)?.tool,
+    async execute(name, args, ctx = {}) {
+      const entry = byName.get(name)
+      if (!entry) {
+        return { output: `Unknown tool ${JSON.stringify(name)}; available tools: ${[...byName.keys()].join(", ") || "none"}`, isError: true }
+      }
+      const input = args ?? {}
+      if (!entry.validate(input)) {
+        return { output: `Invalid arguments for ${name}: ${ajv.errorsText(entry.validate.errors, { dataVar: "args" })}`, isError: true }
+      }
+      try {
+        const output = await entry.tool.execute(input as JsonObject, ctx)
+        return { output: typeof output === "string" ? output : JSON.stringify(output) ?? "", isError: false }
+      } catch (err) {
+        return { output: `Tool ${name} failed: ${err instanceof Error ? err.message : String(err)}`, isError: true }
+      }
+    },
+    toOpenAI: () => tools.map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: t.inputSchema } })),
+    toAnthropic: () => tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema })),
+    async serve(addr, serveOpts) {
+      const agent = await serve(addr, { ...serveOpts, toolkit })
+      served.add(agent)
+      return agent
+    },
+    async close() {
+      await Promise.all([...served].map((agent) => agent.stop()))
+      served.clear()
+    },
+  }
+  return toolkit
+}
+
+function chooseBuiltins(choice: boolean | string[]): Tool[] {
+  if (choice === false) return []
+  if (choice === true) return builtinTools()
+  if (!Array.isArray(choice)) throw new TypeError(`opts.builtins should be true, false or a list of tool names`)
+  const available = builtinTools()
+  return choice.map((name) => {
+    const tool = available.find((t) => t.name === name)
+    if (!tool) throw new Error(`Unknown builtin tool ${JSON.stringify(name)}; builtins are: ${available.map((t) => t.name).join(", ")}`)
+    return tool
+  })
+}
+
+function checkTool(tool: Tool): void {
+  if (!tool || typeof tool.name !== "string" || !/^[a-zA-Z0-9_-]{1,64}$/.test(tool.name)) {
+    throw new TypeError(`A tool needs a name of 1-64 letters, digits, "_" or "-", got ${JSON.stringify(tool?.name)}`)
+  }
+  if (typeof tool.execute !== "function") throw new TypeError(`Tool ${tool.name} needs an execute(args, ctx) function`)
+  if (typeof tool.inputSchema !== "object" || tool.inputSchema === null) throw new TypeError(`Tool ${tool.name} needs an inputSchema object`)
+}

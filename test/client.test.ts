@@ -1,0 +1,413 @@
+import t, { type Test } from "tap"
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http"
+import type { AddressInfo } from "node:net"
+import { createClient, createLocalClient, type ChatMessage, type ModelFunction } from "../lib/client.js"
+import { createToolkit, type Tool } from "../lib/toolkit.js"
+
+/** The parts of a request body the assertions look at. */
+interface WireBody {
+  model?: string
+  max_tokens?: number
+  system?: string
+  messages: Array<{ role: string; content: unknown; tool_calls?: unknown; tool_call_id?: string }>
+  tools?: unknown[]
+}
+
+interface Recorded {
+  method: string
+  path: string
+  headers: IncomingHttpHeaders
+  body: WireBody
+}
+
+/** A scripted answer; "hang" keeps the request open until the test ends. */
+type Scripted = { status?: number; json: unknown } | { status?: number; text: string } | "hang"
+
+const KEY = "sk-test-0123456789abcdef"
+
+/** A real HTTP model endpoint on 127.0.0.1 that records requests and plays `script` in order. */
+async function modelServer(t: Test, script: Scripted[]): Promise<{ url: string; requests: Recorded[] }> {
+  const requests: Recorded[] = []
+  const server = createServer((req, res) => {
+    let raw = ""
+    req.setEncoding("utf8")
+    req.on("data", (chunk: string) => (raw += chunk))
+    req.on("end", () => {
+      requests.push({ method: req.method ?? "", path: req.url ?? "", headers: req.headers, body: JSON.parse(raw) as WireBody })
+      answer(res, script[requests.length - 1] ?? { status: 500, text: "the test script ran out of answers" })
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  t.teardown(() => {
+    server.closeAllConnections()
+    return new Promise<void>((resolve) => server.close(() => resolve()))
+  })
+  const { port } = server.address() as AddressInfo
+  return { url: `http://127.0.0.1:${port}`, requests }
+}
+
+function answer(res: ServerResponse, scripted: Scripted): void {
+  if (scripted === "hang") return
+  const isJson = "json" in scripted
+  res.writeHead(scripted.status ?? 200, { "content-type": isJson ? "application/json" : "text/html" })
+  res.end(isJson ? JSON.stringify(scripted.json) : scripted.text)
+}
+
+/** A port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const { port } = server.address() as AddressInfo
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  return port
+}
+
+function addTool(calls: Array<{ a: unknown; b: unknown }> = []): Tool {
+  return {
+    name: "add",
+    description: "Adds two numbers",
+    inputSchema: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"] },
+    execute({ a, b }) {
+      calls.push({ a, b })
+      return String(Number(a) + Number(b))
+    },
+  }
+}
+
+const openAIToolCall = (id: string, name: string, args: string) => ({ id, type: "function", function: { name, arguments: args } })
+
+t.test("openai: the minimal answer is accepted", async (t) => {
+  const server = await modelServer(t, [
+    { json: { choices: [{ message: { content: "DONE" } }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } } },
+  ])
+  const client = createClient({ baseUrl: server.url, style: "openai", model: "gpt-test" })
+  const result = await client.run("Say DONE")
+
+  t.equal(result.text, "DONE")
+  t.same(result.usage, { inputTokens: 1, outputTokens: 1, totalTokens: 2 })
+  t.equal(result.turns, 1)
+  t.equal(result.model, "gpt-test")
+  t.same(result.toolCalls, [])
+  t.equal(server.requests[0].path, "/chat/completions")
+  t.same(server.requests[0].body, { model: "gpt-test", messages: [{ role: "user", content: "Say DONE" }] }, "no tools key without a toolkit")
+  t.notOk(server.requests[0].headers.authorization, "no authorization header without an apiKey")
+})
+
+t.test("openai: a two-turn tool loop", async (t) => {
+  const server = await modelServer(t, [
+    {
+      json: {
+        choices: [{ message: { role: "assistant", content: null, tool_calls: [openAIToolCall("call_1", "add", '{"a":2,"b":3}')] }, finish_reason: "tool_calls" }],
+        usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+      },
+    },
+    { json: { choices: [{ message: { role: "assistant", content: "2 + 3 = 5" } }], usage: { prompt_tokens: 20, completion_tokens: 2, total_tokens: 22 } } },
+  ])
+  const calls: Array<{ a: unknown; b: unknown }> = []
+  const toolkit = await createToolkit({ builtins: false, extraTools: [addTool(calls)] })
+  const client = createClient({ baseUrl: `${server.url}/v1/`, style: "openai", model: "gpt-test", apiKey: KEY, systemPrompt: "Use tools.", headers: { "x-team": "qa" } })
+  const result = await client.run("What is 2 + 3?", { toolkit })
+
+  t.equal(result.text, "2 + 3 = 5")
+  t.equal(result.turns, 2)
+  t.same(result.usage, { inputTokens: 30, outputTokens: 7, totalTokens: 37 })
+  t.same(calls, [{ a: 2, b: 3 }], "the tool ran once with the parsed arguments")
+  t.same(result.toolCalls, [{ id: "call_1", name: "add", args: { a: 2, b: 3 }, result: { output: "5", isError: false } }])
+
+  const [first, second] = server.requests
+  t.equal(first.method, "POST")
+  t.equal(first.path, "/v1/chat/completions", "the trailing slash of baseUrl is dropped")
+  t.equal(first.headers.authorization, `Bearer ${KEY}`)
+  t.equal(first.headers["content-type"], "application/json")
+  t.equal(first.headers["x-team"], "qa")
+  t.same(first.body.tools, toolkit.toOpenAI())
+  t.same(first.body.messages, [
+    { role: "system", content: "Use tools." },
+    { role: "user", content: "What is 2 + 3?" },
+  ])
+  t.same(second.body.messages.slice(2), [
+    { role: "assistant", content: null, tool_calls: [openAIToolCall("call_1", "add", '{"a":2,"b":3}')] },
+    { role: "tool", tool_call_id: "call_1", content: "5" },
+  ])
+  t.same(
+    result.messages.map((m) => m.role),
+    ["user", "assistant", "tool", "assistant"],
+    "messages hold the conversation without the system prompt",
+  )
+})
+
+t.test("openai: arguments that are not JSON reach the model as an error result", async (t) => {
+  const server = await modelServer(t, [
+    { json: { choices: [{ message: { content: null, tool_calls: [openAIToolCall("call_1", "add", "{a: 2")] } }] } },
+    { json: { choices: [{ message: { content: "Sorry." } }] } },
+  ])
+  const calls: Array<{ a: unknown; b: unknown }> = []
+  const toolkit = await createToolkit({ builtins: false, extraTools: [addTool(calls)] })
+  const result = await createClient({ baseUrl: server.url, style: "openai", model: "m" }).run("add", { toolkit })
+
+  t.equal(result.text, "Sorry.")
+  t.same(calls, [], "the tool did not run")
+  t.equal(result.toolCalls[0].result.isError, true)
+  t.match(result.toolCalls[0].result.output, /arguments were not valid JSON/)
+  t.match(server.requests[1].body.messages[2], { role: "tool", tool_call_id: "call_1", content: /arguments were not valid JSON/ })
+  t.same(result.usage, { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, "missing usage counts as 0")
+})
+
+t.test("anthropic: a two-turn tool loop", async (t) => {
+  const server = await modelServer(t, [
+    {
+      json: {
+        type: "message",
+        role: "assistant",
+        content: [
+          { type: "text", text: "Adding." },
+          { type: "tool_use", id: "toolu_1", name: "add", input: { a: 1, b: 2 } },
+          { type: "tool_use", id: "toolu_2", name: "add", input: { a: 3, b: 4 } },
+        ],
+        stop_reason: "tool_use",
+        usage: { input_tokens: 12, output_tokens: 8 },
+      },
+    },
+    { json: { type: "message", content: [{ type: "text", text: "3 and " }, { type: "text", text: "7" }], usage: { input_tokens: 30, output_tokens: 3 } } },
+  ])
+  const toolkit = await createToolkit({ builtins: false, extraTools: [addTool()] })
+  const client = createClient({ baseUrl: server.url, style: "anthropic", model: "claude-test", apiKey: KEY, systemPrompt: "Be brief." })
+  const result = await client.run("1+2 and 3+4?", { toolkit })
+
+  t.equal(result.text, "3 and 7", "text blocks are concatenated")
+  t.equal(result.turns, 2)
+  t.same(result.usage, { inputTokens: 42, outputTokens: 11, totalTokens: 53 })
+  t.same(
+    result.toolCalls.map((c) => [c.id, c.result.output]),
+    [["toolu_1", "3"], ["toolu_2", "7"]],
+  )
+
+  const [first, second] = server.requests
+  t.equal(first.path, "/v1/messages")
+  t.equal(first.headers["x-api-key"], KEY)
+  t.equal(first.headers["anthropic-version"], "2023-06-01")
+  t.equal(first.headers["content-type"], "application/json")
+  t.notOk(first.headers.authorization)
+  t.equal(first.body.system, "Be brief.")
+  t.equal(first.body.max_tokens, 4096)
+  t.same(first.body.tools, toolkit.toAnthropic())
+  t.same(first.body.messages, [{ role: "user", content: "1+2 and 3+4?" }], "the system prompt is not a message")
+  t.same(second.body.messages.slice(1), [
+    {
+      role: "assistant",
+      content: [
+        { type: "text", text: "Adding." },
+        { type: "tool_use", id: "toolu_1", name: "add", input: { a: 1, b: 2 } },
+        { type: "tool_use", id: "toolu_2", name: "add", input: { a: 3, b: 4 } },
+      ],
+    },
+    {
+      role: "user",
+      content: [
+        { type: "tool_result", tool_use_id: "toolu_1", content: "3", is_error: false },
+        { type: "tool_result", tool_use_id: "toolu_2", content: "7", is_error: false },
+      ],
+    },
+  ], "both tool results go back in one user message")
+})
+
+t.test("anthropic: a baseUrl ending in /v1 is not doubled", async (t) => {
+  const server = await modelServer(t, [{ json: { content: [{ type: "text", text: "hi" }] } }])
+  await createClient({ baseUrl: `${server.url}/v1/`, style: "anthropic", model: "m", maxTokens: 100 }).run("hello")
+
+  t.equal(server.requests[0].path, "/v1/messages")
+  t.equal(server.requests[0].body.max_tokens, 100)
+})
+
+t.test("anthropic: a throwing tool becomes an error result and the run completes", async (t) => {
+  const server = await modelServer(t, [
+    { json: { content: [{ type: "tool_use", id: "toolu_1", name: "explode", input: {} }] } },
+    { json: { content: [{ type: "text", text: "The tool failed." }] } },
+  ])
+  const explode: Tool = {
+    name: "explode",
+    description: "Always fails",
+    inputSchema: { type: "object" },
+    execute() {
+      throw new Error("disk on fire")
+    },
+  }
+  const toolkit = await createToolkit({ builtins: false, extraTools: [explode] })
+  const result = await createClient({ baseUrl: server.url, style: "anthropic", model: "m" }).run("go", { toolkit })
+
+  t.equal(result.text, "The tool failed.")
+  t.equal(result.toolCalls[0].result.isError, true)
+  t.match(server.requests[1].body.messages[2], {
+    role: "user",
+    content: [{ type: "tool_result", tool_use_id: "toolu_1", content: /disk on fire/, is_error: true }],
+  })
+})
+
+t.test("a non-2xx answer names provider, status and the provider's message, never the key", async (t) => {
+  const server = await modelServer(t, [
+    // Some servers echo the key they got; it must still not reach the message.
+    { status: 401, json: { error: { message: `Incorrect API key provided: ${KEY}`, type: "invalid_request_error" } } },
+    { status: 429, json: { type: "error", error: { type: "rate_limit_error", message: "Number of requests has exceeded your rate limit" } } },
+    { status: 502, text: "<html>Bad gateway</html>" },
+  ])
+  const openai = createClient({ baseUrl: server.url, style: "openai", model: "m", apiKey: KEY })
+  const unauthorized = await openai.run("hi").catch((err: unknown) => err)
+  t.match(unauthorized, { status: 401, message: /^openai model endpoint answered 401 Unauthorized: Incorrect API key provided/ })
+  t.notMatch((unauthorized as Error).message, KEY)
+  t.notMatch((unauthorized as Error).stack ?? "", KEY)
+
+  const anthropic = createClient({ baseUrl: server.url, style: "anthropic", model: "m", apiKey: KEY })
+  await t.rejects(anthropic.run("hi"), { status: 429, message: /^anthropic model endpoint answered 429 Too Many Requests: Number of requests has exceeded/ })
+  await t.rejects(openai.run("hi"), { status: 502, message: /answered 502 Bad Gateway: <html>Bad gateway<\/html>/ })
+})
+
+t.test("an answer that is not a chat completion is a clear error", async (t) => {
+  const server = await modelServer(t, [
+    { text: "<html>login page</html>" },
+    { json: { object: "list", data: [] } },
+    { json: { error: "nope" } },
+  ])
+  const client = createClient({ baseUrl: server.url, style: "openai", model: "m" })
+  await t.rejects(client.run("hi"), { message: /openai model endpoint .* answered with something that is not a chat completion: <html>login page/ })
+  await t.rejects(client.run("hi"), { message: /not a chat completion: \{"object":"list"/ })
+  const anthropic = createClient({ baseUrl: server.url, style: "anthropic", model: "m" })
+  await t.rejects(anthropic.run("hi"), { message: /anthropic model endpoint .* not a Messages API response/ })
+})
+
+t.test("an unreachable endpoint is named, without the key", async (t) => {
+  const port = await closedPort()
+  const err = await createClient({ baseUrl: `http://127.0.0.1:${port}/v1`, style: "openai", model: "m", apiKey: KEY })
+    .run("hi")
+    .catch((e: unknown) => e)
+  t.match(err, { message: new RegExp(`Could not reach the openai model endpoint at http://127\\.0\\.0\\.1:${port}/v1/chat/completions \\(ECONNREFUSED\\)`) })
+  t.notMatch((err as Error).message, KEY)
+})
+
+t.test("the signal aborts a request in flight", async (t) => {
+  const server = await modelServer(t, ["hang"])
+  const controller = new AbortController()
+  const started = Date.now()
+  setTimeout(() => controller.abort(), 50)
+  await t.rejects(createClient({ baseUrl: server.url, style: "openai", model: "m" }).run("hi", { signal: controller.signal }), { name: "AbortError" })
+  t.ok(Date.now() - started < 5_000, "rejects long before the 60 s timeout")
+  t.equal(server.requests.length, 1)
+})
+
+t.test("an aborted signal stops the loop before the next turn and before tools", async (t) => {
+  const controller = new AbortController()
+  controller.abort(new Error("user canceled"))
+  let calls = 0
+  const client = createLocalClient(() => {
+    calls++
+    return "never"
+  })
+  await t.rejects(client.run("hi", { signal: controller.signal }), { message: "user canceled" })
+  t.equal(calls, 0)
+
+  const late = new AbortController()
+  const toolCalls: Array<{ a: unknown; b: unknown }> = []
+  const toolkit = await createToolkit({ builtins: false, extraTools: [addTool(toolCalls)] })
+  const aborting = createLocalClient(() => {
+    late.abort()
+    return { toolCalls: [{ name: "add", args: { a: 1, b: 1 } }] }
+  })
+  await t.rejects(aborting.run("hi", { toolkit, signal: late.signal }), { name: "AbortError" })
+  t.same(toolCalls, [], "no tool ran after the abort")
+})
+
+t.test("timeoutMs bounds each request", async (t) => {
+  const server = await modelServer(t, ["hang"])
+  const client = createClient({ baseUrl: server.url, style: "anthropic", model: "m", timeoutMs: 100 })
+  await t.rejects(client.run("hi"), { message: /anthropic model did not answer within 100 ms/ })
+})
+
+t.test("maxTurns stops a model that keeps calling tools", async (t) => {
+  let turns = 0
+  const toolkit = await createToolkit({ builtins: false, extraTools: [addTool()] })
+  const client = createLocalClient(
+    () => {
+      turns++
+      return { toolCalls: [{ name: "add", args: { a: 1, b: 1 } }] }
+    },
+    { maxTurns: 3 },
+  )
+  await t.rejects(client.run("loop", { toolkit }), { message: /kept calling tools after 3 turns/ })
+  t.equal(turns, 3)
+})
+
+t.test("createLocalClient: a function plays the model", async (t) => {
+  const seen: Array<{ messages: ChatMessage[]; tools: string[] }> = []
+  const respond: ModelFunction = ({ messages, tools }) => {
+    seen.push({ messages, tools: tools.map((tool) => tool.name) })
+    const last = messages[messages.length - 1]
+    if (last.role === "user") return { toolCalls: [{ name: "add", args: { a: 40, b: 2 } }], usage: { inputTokens: 3 } }
+    return { text: `The answer is ${last.content}`, usage: { inputTokens: 5, outputTokens: 4 } }
+  }
+  const toolkit = await createToolkit({ builtins: false, extraTools: [addTool()] })
+  const result = await createLocalClient(respond, { systemPrompt: "You add." }).run("40 + 2?", { toolkit })
+
+  t.equal(result.text, "The answer is 42")
+  t.equal(result.model, "local")
+  t.equal(result.turns, 2)
+  t.same(result.usage, { inputTokens: 8, outputTokens: 4, totalTokens: 12 })
+  t.same(seen[0].tools, ["add"])
+  t.same(seen[0].messages, [
+    { role: "system", content: "You add." },
+    { role: "user", content: "40 + 2?" },
+  ])
+  const callId = result.toolCalls[0].id
+  t.ok(callId, "a call without an id gets one")
+  t.same(seen[1].messages.slice(2), [
+    { role: "assistant", content: "", toolCalls: [{ id: callId, name: "add", args: { a: 40, b: 2 } }] },
+    { role: "tool", content: "42", toolCallId: callId, isError: false },
+  ])
+})
+
+t.test("without a toolkit, a tool call gets an error result", async (t) => {
+  const client = createLocalClient(({ messages }) => {
+    const last = messages[messages.length - 1]
+    return last.role === "tool" ? last.content : { toolCalls: [{ id: "c1", name: "add", args: {} }] }
+  })
+  const result = await client.run("hi")
+  t.match(result.text, /no toolkit/)
+  t.equal(result.toolCalls[0].result.isError, true)
+})
+
+t.test("history reaches the model before the prompt", async (t) => {
+  const server = await modelServer(t, [
+    { json: { choices: [{ message: { content: "first" } }] } },
+    { json: { choices: [{ message: { content: "second" } }] } },
+  ])
+  const client = createClient({ baseUrl: server.url, style: "openai", model: "m", systemPrompt: "sys" })
+  const history: ChatMessage[] = [
+    { role: "user", content: "My name is Ada." },
+    { role: "assistant", content: "Hello Ada." },
+  ]
+  const first = await client.run("What is my name?", { history })
+  t.same(server.requests[0].body.messages, [
+    { role: "system", content: "sys" },
+    { role: "user", content: "My name is Ada." },
+    { role: "assistant", content: "Hello Ada." },
+    { role: "user", content: "What is my name?" },
+  ])
+
+  await client.run("And again?", { history: first.messages })
+  t.same(
+    server.requests[1].body.messages.map((m) => m.content),
+    ["sys", "My name is Ada.", "Hello Ada.", "What is my name?", "first", "And again?"],
+    "a previous result's messages chain without repeating the system prompt",
+  )
+})
+
+t.test("bad options throw naming the option", async (t) => {
+  const good = { baseUrl: "http://127.0.0.1:1", style: "openai", model: "m" } as const
+  t.throws(() => createClient({ ...good, baseUrl: "ftp://example.com" }), { message: /createClient: opts\.baseUrl should be an http\(s\) URL/ })
+  t.throws(() => createClient({ ...good, baseUrl: "not a url" }), { message: /opts\.baseUrl/ })
+  t.throws(() => createClient({ ...good, style: "gemini" as "openai" }), { message: /opts\.style should be "openai" or "anthropic"/ })
+  t.throws(() => createClient({ ...good, model: "" }), { message: /opts\.model should be a non-empty string/ })
+  t.throws(() => createClient({ ...good, maxTurns: 0 }), { message: /opts\.maxTurns should be a positive integer/ })
+  t.throws(() => createClient({ ...good, timeoutMs: -5 }), { message: /opts\.timeoutMs/ })
+  t.throws(() => createClient({ ...good, apiKey: "" }), { message: /opts\.apiKey/ })
+  t.throws(() => createLocalClient("nope" as unknown as ModelFunction), { message: /respond should be a function/ })
+  t.throws(() => createLocalClient(() => "x", { maxTurns: 1.5 }), { message: /opts\.maxTurns/ })
+})

@@ -1,0 +1,96 @@
+import t from "tap"
+import { evaluate } from "../lib/builtins.js"
+import { createToolkit, type Tool } from "../lib/toolkit.js"
+
+const add: Tool = {
+  name: "add",
+  description: "Adds two numbers",
+  inputSchema: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"], additionalProperties: false },
+  execute: (args) => (args.a as number) + (args.b as number),
+}
+
+t.test("builtins: false gives an empty toolkit; extraTools are added", async (t) => {
+  const none = await createToolkit({ builtins: false })
+  t.same(none.tools(), [])
+  t.same(none.toOpenAI(), [])
+  const mine = await createToolkit({ builtins: false, extraTools: [add] })
+  t.same(mine.tools().map((tool) => tool.name), ["add"])
+  t.equal(mine.get("add"), add)
+  t.equal(mine.get("nope"), undefined)
+})
+
+t.test("the default builtins touch no file system, network or shell", async (t) => {
+  const tk = await createToolkit()
+  t.same(tk.tools().map((tool) => tool.name).sort(), ["calculate", "current_time"])
+  const time = await tk.execute("current_time", {})
+  t.equal(time.isError, false)
+  t.match(JSON.parse(time.output).utc, /^\d{4}-\d\d-\d\dT/)
+  const paris = await tk.execute("current_time", { timeZone: "Europe/Paris" })
+  t.equal(JSON.parse(paris.output).timeZone, "Europe/Paris")
+  const badZone = await tk.execute("current_time", { timeZone: "Mars/Olympus" })
+  t.equal(badZone.isError, true)
+  t.same(await tk.execute("calculate", { expression: "(2+3)*4 - 2^3" }), { output: "12", isError: false })
+})
+
+t.test("builtins can be chosen by name", async (t) => {
+  const tk = await createToolkit({ builtins: ["calculate"] })
+  t.same(tk.tools().map((tool) => tool.name), ["calculate"])
+  await t.rejects(createToolkit({ builtins: ["shell"] }), /Unknown builtin tool "shell"; builtins are: current_time, calculate/)
+})
+
+t.test("execute checks args against the inputSchema", async (t) => {
+  const tk = await createToolkit({ builtins: false, extraTools: [add] })
+  t.same(await tk.execute("add", { a: 2, b: 3 }), { output: "5", isError: false })
+  const missing = await tk.execute("add", { a: 2 })
+  t.equal(missing.isError, true)
+  t.match(missing.output, /Invalid arguments for add: args must have required property 'b'/)
+  const wrongType = await tk.execute("add", { a: "2", b: 3 })
+  t.match(wrongType.output, /args\/a must be number/)
+  t.equal((await tk.execute("add", null)).isError, true, "null args are checked like {}")
+})
+
+t.test("a throwing tool becomes an error result, not a crash", async (t) => {
+  const boom: Tool = { name: "boom", description: "fails", inputSchema: { type: "object" }, execute: async () => { throw new Error("kaput") } }
+  const tk = await createToolkit({ builtins: false, extraTools: [boom] })
+  t.same(await tk.execute("boom", {}), { output: "Tool boom failed: kaput", isError: true })
+})
+
+t.test("an unknown tool is an error result naming the ones there are", async (t) => {
+  const tk = await createToolkit({ builtins: false, extraTools: [add] })
+  t.same(await tk.execute("sub", {}), { output: 'Unknown tool "sub"; available tools: add', isError: true })
+})
+
+t.test("non-string outputs are JSON; the context reaches the tool", async (t) => {
+  let seen: AbortSignal | undefined
+  const obj: Tool = { name: "obj", description: "", inputSchema: { type: "object" }, execute: (_args, ctx) => ((seen = ctx.signal), { ok: [1, 2] }) }
+  const tk = await createToolkit({ builtins: false, extraTools: [obj] })
+  const controller = new AbortController()
+  t.same(await tk.execute("obj", {}, { signal: controller.signal }), { output: '{"ok":[1,2]}', isError: false })
+  t.equal(seen, controller.signal)
+})
+
+t.test("toOpenAI and toAnthropic describe every tool", async (t) => {
+  const tk = await createToolkit({ builtins: false, extraTools: [add] })
+  t.same(tk.toOpenAI(), [{ type: "function", function: { name: "add", description: "Adds two numbers", parameters: add.inputSchema } }])
+  t.same(tk.toAnthropic(), [{ name: "add", description: "Adds two numbers", input_schema: add.inputSchema }])
+})
+
+t.test("bad tools are refused when the toolkit is built", async (t) => {
+  await t.rejects(createToolkit({ builtins: false, extraTools: [add, add] }), /used twice/)
+  await t.rejects(createToolkit({ builtins: false, extraTools: [{ ...add, name: "has space" }] }), /needs a name/)
+  await t.rejects(createToolkit({ builtins: false, extraTools: [{ ...add, execute: undefined as never }] }), /needs an execute/)
+  await t.rejects(createToolkit({ builtins: false, extraTools: [{ ...add, inputSchema: { type: "nonsense" } }] }), /invalid inputSchema/)
+  await t.rejects(createToolkit({ builtins: "yes" as never }), /opts.builtins should be/)
+})
+
+t.test("the calculator evaluates arithmetic and nothing else", async (t) => {
+  t.equal(evaluate("1 + 2 * 3"), 7)
+  t.equal(evaluate("-(2 + 3) % 4"), -1)
+  t.equal(evaluate("2 ^ 3 ^ 2"), 512, "power is right-associative")
+  t.equal(evaluate("1.5e2 / .5"), 300)
+  t.throws(() => evaluate("process.exit()"), /Unexpected "p"/)
+  t.throws(() => evaluate("(1 + 2"), /Expected \)/)
+  t.throws(() => evaluate("1 / 0"), /no finite value/)
+  t.throws(() => evaluate("1 +"), /Unexpected end/)
+  t.throws(() => evaluate("(".repeat(200) + "1" + ")".repeat(200)), /nested too deeply/)
+})
