@@ -131,6 +131,15 @@ t.test("FileTaskStore applies concurrent saves of one id in call order", async (
   t.same(fs.readdirSync(dir), ["race.json"])
 })
 
+t.test("FileTaskStore.close() waits for the saves already called", async (t) => {
+  const dir = tmpDir(t)
+  const store = new FileTaskStore(dir)
+  const saves = Array.from({ length: 20 }, (_, i) => store.save(task(`c-${i}`)))
+  await store.close()
+  t.equal(fs.readdirSync(dir).filter((n) => n.endsWith(".json")).length, 20)
+  await Promise.all(saves)
+})
+
 t.test("FileTaskStore snapshots a task at save() time", async (t) => {
   const store = new FileTaskStore(tmpDir(t))
   const saved = task("snap")

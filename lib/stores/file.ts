@@ -82,6 +82,11 @@ export class FileTaskStore implements TaskStore {
     await fsp.rm(this.fileFor(id), { force: true })
   }
 
+  /** Resolves once every save already called has landed (or failed). */
+  async close(): Promise<void> {
+    await Promise.all(this.pending.values())
+  }
+
   private async writeDurably(file: string, text: string): Promise<void> {
     const tmp = `${file}.${process.pid}.${++tmpCounter}.tmp`
     const handle = await fsp.open(tmp, "w")

@@ -1,0 +1,72 @@
+import { spawn } from "node:child_process"
+import fs from "node:fs"
+import os from "node:os"
+import path from "node:path"
+import readline from "node:readline"
+import t from "tap"
+import { clientFor, parseCli } from "../lib/cli.js"
+
+const root = path.resolve(import.meta.dirname, "..")
+const bin = path.join(root, "dist", "bin", "toolnexus.js")
+
+t.test("parseCli: defaults, env and flags", async (t) => {
+  t.same(parseCli([], {}), { host: "127.0.0.1", port: 4000, store: "file:./.toolnexus/tasks", name: "toolnexus agent" })
+  t.same(parseCli(["--port", "0", "--store", "memory", "--host", "::1"], { TOOLNEXUS_PORT: "9" }), { host: "::1", port: 0, store: "memory", name: "toolnexus agent" })
+  const withModel = parseCli(["--model", "gpt-x"], { TOOLNEXUS_BASE_URL: "http://127.0.0.1:1/v1", TOOLNEXUS_STYLE: "anthropic", TOOLNEXUS_API_KEY: "k" })
+  t.same(withModel !== "help" && withModel.model, { baseUrl: "http://127.0.0.1:1/v1", style: "anthropic", model: "gpt-x", apiKey: "k" })
+  t.equal(parseCli(["-h"], {}), "help")
+  t.throws(() => parseCli(["--port", "http"], {}), /--port should be a number/)
+  t.throws(() => parseCli(["--style", "gemini"], {}), /--style should be "openai" or "anthropic"/)
+  t.throws(() => parseCli(["--base-url", "http://x"], {}), /no --model/)
+  t.throws(() => parseCli(["--api-key", "x"], {}), /Unknown option/)
+})
+
+t.test("clientFor: the offline echo agent, or the configured model", async (t) => {
+  const echo = clientFor({ host: "", port: 0, store: "memory", name: "x" })
+  t.equal(echo.model, "offline-echo")
+  t.equal((await echo.run("hello")).text, "echo: hello")
+  const real = clientFor({ host: "", port: 0, store: "memory", name: "x", model: { baseUrl: "http://127.0.0.1:1", style: "openai", model: "m" } })
+  t.equal(real.model, "m")
+})
+
+t.test("the toolnexus command serves the echo agent on the file store and stops on SIGTERM", async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tn-cli-"))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const child = spawn(process.execPath, [bin, "--port", "0", "--store", `file:${dir}`], { cwd: root, env: { ...process.env, TOOLNEXUS_BASE_URL: "" } })
+  t.teardown(() => child.kill("SIGKILL"))
+  const lines: Array<Record<string, unknown>> = []
+  const listening = new Promise<string>((resolve, reject) => {
+    readline.createInterface({ input: child.stdout }).on("line", (line) => {
+      const entry = JSON.parse(line)
+      lines.push(entry)
+      if (entry.msg === "toolnexus agent listening") resolve(entry.url)
+    })
+    child.once("exit", (code) => reject(new Error(`exited early with ${code}`)))
+  })
+  const url = await listening
+  t.match(url, /^http:\/\/127\.0\.0\.1:\d+$/)
+
+  const res = await fetch(url + "/", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { role: "user", parts: [{ kind: "text", text: "hello" }] }, configuration: { blocking: true } } }),
+  }).then((r) => r.json() as Promise<any>)
+  t.equal(res.result.status.state, "completed")
+  t.equal(res.result.artifacts[0].parts[0].text, "echo: hello")
+  t.ok(fs.existsSync(path.join(dir, `${res.result.id}.json`)), "the task is on disk")
+  t.ok(lines.some((l) => l.level === 40 && /offline echo agent/.test(String(l.msg))), "the log says it is the offline echo agent")
+
+  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve))
+  child.kill("SIGTERM")
+  t.equal(await exited, 0, "exits cleanly on SIGTERM")
+})
+
+t.test("the toolnexus command refuses bad flags with its usage", async (t) => {
+  const child = spawn(process.execPath, [bin, "--port", "nope"], { cwd: root })
+  let stderr = ""
+  child.stderr.on("data", (chunk) => (stderr += chunk))
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve))
+  t.equal(code, 2)
+  t.match(stderr, /--port should be a number/)
+  t.match(stderr, /Usage: toolnexus/)
+})
