@@ -4,6 +4,7 @@ import path from "node:path"
 import t, { type Test } from "tap"
 import { FileTaskStore } from "../lib/stores/file.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
+import { InvalidPageTokenError } from "../lib/stores/list.js"
 import { resolveStore } from "../lib/stores/resolve.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import type { A2ATask } from "../lib/types.js"
@@ -53,6 +54,59 @@ const contract = (name: string, make: (t: Test) => TaskStore) =>
     await store.delete?.("t-2")
     t.equal(await store.get("t-2"), undefined, "delete removes the task")
   })
+
+/** ListTasks semantics every store with list() shares. */
+const listContract = (name: string, make: (t: Test) => TaskStore) =>
+  t.test(`${name}: list()`, async (t) => {
+    const store = make(t)
+    t.ok(store.list, "the store lists")
+    const at = (i: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString()
+    // 7 tasks; two share a timestamp so the id breaks the tie.
+    const specs = [
+      ["l-a", "ctx-1", "completed", at(1)],
+      ["l-b", "ctx-1", "working", at(2)],
+      ["l-c", "ctx-2", "completed", at(3)],
+      ["l-d", "ctx-1", "failed", at(4)],
+      ["l-e", "ctx-2", "completed", at(4)],
+      ["l-f", "ctx-1", "completed", at(5)],
+      ["l-g", "ctx-3", "submitted", at(6)],
+    ] as const
+    for (const [id, contextId, state, timestamp] of specs) {
+      await store.save({ id, contextId, kind: "task", status: { state, timestamp }, artifacts: [{ parts: [{ kind: "text", text: id }] }] })
+    }
+    const all = await store.list!({})
+    t.same(all.tasks.map((task) => task.id), ["l-g", "l-f", "l-e", "l-d", "l-c", "l-b", "l-a"], "newest status first, id breaks ties")
+    t.equal(all.totalSize, 7)
+    t.equal(all.pageSize, 50, "the default page size")
+    t.equal(all.nextPageToken, "", "one page: no next token")
+
+    const seen: string[] = []
+    let token: string | undefined
+    do {
+      const page = await store.list!({ pageSize: 3, pageToken: token })
+      t.equal(page.totalSize, 7)
+      t.ok(page.tasks.length <= 3)
+      seen.push(...page.tasks.map((task) => task.id))
+      token = page.nextPageToken || undefined
+    } while (token)
+    t.same(seen, ["l-g", "l-f", "l-e", "l-d", "l-c", "l-b", "l-a"], "pages cover every task once, in order")
+
+    const ctx1 = await store.list!({ contextId: "ctx-1" })
+    t.same(ctx1.tasks.map((task) => task.id), ["l-f", "l-d", "l-b", "l-a"])
+    const completed = await store.list!({ status: "completed", pageSize: 2 })
+    t.same(completed.tasks.map((task) => task.id), ["l-f", "l-e"])
+    t.equal(completed.totalSize, 4)
+    t.not(completed.nextPageToken, "")
+    const recent = await store.list!({ statusTimestampAfter: at(4) })
+    t.same(recent.tasks.map((task) => task.id), ["l-g", "l-f"], "strictly after the timestamp")
+    const bare = await store.list!({ contextId: "ctx-3", includeArtifacts: false })
+    t.equal(bare.tasks[0].artifacts, undefined, "includeArtifacts: false drops artifacts")
+    t.ok((await store.get("l-g"))?.artifacts, "but not from the store")
+    await t.rejects(store.list!({ pageToken: "not-a-token" }), InvalidPageTokenError)
+  })
+
+listContract("InMemoryTaskStore", () => new InMemoryTaskStore())
+listContract("FileTaskStore", (t) => new FileTaskStore(tmpDir(t)))
 
 contract("InMemoryTaskStore", () => new InMemoryTaskStore())
 contract("FileTaskStore", (t) => new FileTaskStore(tmpDir(t)))
@@ -110,7 +164,7 @@ t.test("FileTaskStore reports a corrupt file as an error, not as missing", async
   const dir = tmpDir(t)
   const store = new FileTaskStore(dir)
   fs.writeFileSync(path.join(dir, "broken.json"), '{"id":"broken","status":')
-  await t.rejects(store.get("broken"), /corrupt file for task "broken"/)
+  await t.rejects(store.get("broken"), /corrupt task file at .*broken\.json/)
   fs.writeFileSync(path.join(dir, "other.json"), JSON.stringify(task("someone-else")))
   await t.rejects(store.get("other"), /does not hold task "other"/)
 })
@@ -119,7 +173,7 @@ t.test("FileTaskStore reports an unreadable file as an error", async (t) => {
   const dir = tmpDir(t)
   const store = new FileTaskStore(dir)
   fs.mkdirSync(path.join(dir, "isdir.json"))
-  await t.rejects(store.get("isdir"), /could not read task "isdir"/)
+  await t.rejects(store.get("isdir"), /could not read .*isdir\.json/)
 })
 
 t.test("FileTaskStore applies concurrent saves of one id in call order", async (t) => {

@@ -2,7 +2,8 @@ import fs from "node:fs"
 import fsp from "node:fs/promises"
 import path from "node:path"
 import type { A2ATask } from "../types.js"
-import { taskFileName } from "./file-names.js"
+import { TASK_FILE_SUFFIX, taskFileName } from "./file-names.js"
+import { pageOfTasks, type TaskPage, type TaskQuery } from "./list.js"
 import type { TaskStore } from "./task-store.js"
 
 let tmpCounter = 0
@@ -37,22 +38,31 @@ export class FileTaskStore implements TaskStore {
 
   async get(id: string): Promise<A2ATask | undefined> {
     const file = this.fileFor(id)
+    const task = await this.readFile(file)
+    // A hashed file name could in theory be shared; the id inside decides.
+    if (task !== undefined && task.id !== id) {
+      throw new Error(`FileTaskStore found a file at ${file} that does not hold task ${JSON.stringify(id)}`)
+    }
+    return task
+  }
+
+  /** The Task in a file; undefined when there is no file; an error when it cannot be read or is not a Task. */
+  private async readFile(file: string): Promise<A2ATask | undefined> {
     let text: string
     try {
       text = await fsp.readFile(file, "utf8")
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined
-      throw new Error(`FileTaskStore could not read task ${JSON.stringify(id)} from ${file}: ${(err as Error).message}`, { cause: err })
+      throw new Error(`FileTaskStore could not read ${file}: ${(err as Error).message}`, { cause: err })
     }
     let task: A2ATask
     try {
       task = JSON.parse(text) as A2ATask
     } catch (err) {
-      throw new Error(`FileTaskStore found a corrupt file for task ${JSON.stringify(id)} at ${file}: ${(err as Error).message}`, { cause: err })
+      throw new Error(`FileTaskStore found a corrupt task file at ${file}: ${(err as Error).message}`, { cause: err })
     }
-    // A hashed file name could in theory be shared; the id inside decides.
-    if (task === null || typeof task !== "object" || task.id !== id) {
-      throw new Error(`FileTaskStore found a file at ${file} that does not hold task ${JSON.stringify(id)}`)
+    if (task === null || typeof task !== "object" || typeof task.id !== "string" || typeof task.status?.state !== "string") {
+      throw new Error(`FileTaskStore found a file at ${file} that is not a Task`)
     }
     return task
   }
@@ -76,6 +86,20 @@ export class FileTaskStore implements TaskStore {
       if (this.pending.get(task.id) === tail) this.pending.delete(task.id)
     })
     return write
+  }
+
+  /** Reads every Task file in the directory: fine for thousands of Tasks, a database store for more. */
+  async list(query: TaskQuery): Promise<TaskPage> {
+    const names = (await fsp.readdir(this.dir)).filter((name) => name.endsWith(TASK_FILE_SUFFIX))
+    const tasks: A2ATask[] = []
+    const readers = Array.from({ length: Math.min(32, names.length) }, async () => {
+      for (let name = names.pop(); name !== undefined; name = names.pop()) {
+        const task = await this.readFile(path.join(this.dir, name))
+        if (task) tasks.push(task)
+      }
+    })
+    await Promise.all(readers)
+    return pageOfTasks(tasks, query)
   }
 
   async delete(id: string): Promise<void> {

@@ -1,4 +1,5 @@
 import type { A2ATask } from "../types.js"
+import { pageOfTasks, type TaskPage, type TaskQuery } from "./list.js"
 import type { TaskStore } from "./task-store.js"
 
 /**
@@ -16,6 +17,10 @@ export class InMemoryTaskStore implements TaskStore {
 
   async save(task: A2ATask): Promise<void> {
     this.tasks.set(task.id, structuredClone(task))
+  }
+
+  async list(query: TaskQuery): Promise<TaskPage> {
+    return structuredClone(pageOfTasks(this.tasks.values(), query))
   }
 
   async delete(id: string): Promise<void> {

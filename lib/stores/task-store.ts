@@ -1,4 +1,5 @@
 import type { A2ATask } from "../types.js"
+import type { TaskPage, TaskQuery } from "./list.js"
 
 /**
  * Where Tasks live. `get` and `save` are the whole required contract; the
@@ -10,6 +11,8 @@ export interface TaskStore {
   get(id: string): Promise<A2ATask | undefined>
   /** Stores the Task under `task.id`, replacing what was there. Resolves once the save is durable for this store. */
   save(task: A2ATask): Promise<void>
+  /** One page of Tasks for ListTasks, with the rules of `pageOfTasks` in ./list.ts. Without it, ListTasks is unsupported. */
+  list?(query: TaskQuery): Promise<TaskPage>
   /** Removes the Task; removing a missing id is not an error. */
   delete?(id: string): Promise<void>
   /** Releases what the store holds open (connections, handles). */
