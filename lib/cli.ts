@@ -51,6 +51,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliConfig | "h
   if (style !== "openai" && style !== "anthropic") throw new Error(`--style should be "openai" or "anthropic", got ${JSON.stringify(style)}`)
   const model = values.model ?? env.TOOLNEXUS_MODEL
   if (baseUrl && !model) throw new Error("--base-url is set but no --model: name the model to call (or TOOLNEXUS_MODEL)")
+  if (model && !baseUrl) throw new Error("--model is set but no --base-url: say where the model is served (or TOOLNEXUS_BASE_URL)")
   return {
     host: values.host ?? env.TOOLNEXUS_HOST ?? "127.0.0.1",
     port,

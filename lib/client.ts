@@ -51,6 +51,8 @@ export interface RunResult {
   /** Summed over all turns. */
   usage: Usage
   model: string
+  /** The answer is a question for the user (an A2A task goes to input-required). */
+  inputRequired?: boolean
 }
 
 export interface Client {
@@ -77,7 +79,13 @@ export interface ClientOptions {
 /** What a model function answers: its final text, or tools to call first. */
 export type ModelReply =
   | string
-  | { text?: string; toolCalls?: Array<{ id?: string; name: string; args?: JsonObject }>; usage?: Partial<Usage> }
+  | {
+      text?: string
+      toolCalls?: Array<{ id?: string; name: string; args?: JsonObject }>
+      usage?: Partial<Usage>
+      /** `text` is a question for the user; an A2A task waits in input-required for the answer. */
+      inputRequired?: boolean
+    }
 
 /** Plays the model in-process: for tests, benchmarks and offline agents. */
 export type ModelFunction = (request: {
@@ -139,7 +147,9 @@ async function runLoop(model: Model, settings: LoopSettings, prompt: string, opt
     usage = addUsage(usage, reply.usage)
     const calls = reply.toolCalls.map(({ id, name, args }) => ({ id, name, args }))
     messages.push({ role: "assistant", content: reply.text, ...(calls.length > 0 && { toolCalls: calls }) })
-    if (calls.length === 0) return { text: reply.text, messages, toolCalls, turns: turn, usage, model: model.name }
+    if (calls.length === 0) {
+      return { text: reply.text, messages, toolCalls, turns: turn, usage, model: model.name, ...(reply.inputRequired && { inputRequired: true }) }
+    }
 
     for (const call of reply.toolCalls) {
       signal?.throwIfAborted()
@@ -180,7 +190,8 @@ function localModel(respond: ModelFunction, name: string): Model {
         name: call.name,
         args: call.args ?? {},
       }))
-      return { text: reply.text ?? "", toolCalls, usage: usageFrom(reply.usage?.inputTokens, reply.usage?.outputTokens, reply.usage?.totalTokens) }
+      const usage = usageFrom(reply.usage?.inputTokens, reply.usage?.outputTokens, reply.usage?.totalTokens)
+      return { text: reply.text ?? "", toolCalls, usage, inputRequired: reply.inputRequired === true }
     },
   }
 }

@@ -1,5 +1,5 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify"
-import { pino, type Logger as PinoLogger, type LoggerOptions } from "pino"
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify"
+import { pino, type DestinationStream, type Logger as PinoLogger, type LoggerOptions } from "pino"
 import type { CardOptions } from "./a2a/card.js"
 import type { Client } from "./client.js"
 import type { StoreSelector } from "./stores/resolve.js"
@@ -34,7 +34,7 @@ export interface ServedAgent {
   close(): Promise<void>
 }
 
-/** Header paths that carry credentials, removed from every log line. */
+/** Header paths that carry credentials: pino writes "[Redacted]" in their place, whatever else the host redacts. */
 export const REDACTED_PATHS = [
   "req.headers.authorization",
   'req.headers["x-api-key"]',
@@ -50,7 +50,8 @@ export const REDACTED_PATHS = [
  */
 export async function serve(addr: string, opts: ServeOptions): Promise<ServedAgent> {
   const { host, port } = parseAddress(addr)
-  const app: FastifyInstance = Fastify({ ...loggerSetting(opts.logger), disableRequestLogging: true })
+  // The plugin logs one line per JSON-RPC call, so Fastify's own request lines would only repeat it.
+  const app: FastifyInstance = Fastify({ ...loggerSetting(opts.logger), logController: new LogController({ disableRequestLogging: true }) })
   try {
     const { store, url, bodyLimit, shutdownGraceMs, ...card } = opts.a2a ?? {}
     await app.register(toolnexusA2A, { ...card, store, url, bodyLimit, shutdownGraceMs, client: opts.client, toolkit: opts.toolkit })
@@ -82,14 +83,22 @@ function loggerSetting(logger: ServeOptions["logger"]): { logger?: boolean | Log
   if (logger === false) return { logger: false }
   if (logger === undefined || logger === true) return { logger: { level: "info", redact: REDACTED_PATHS } }
   if (isPinoLogger(logger)) return { loggerInstance: logger }
-  return { logger: { redact: REDACTED_PATHS, ...logger } }
+  return { logger: { ...logger, redact: withCredentialPaths(logger.redact) } }
 }
 
 function isPinoLogger(value: LoggerOptions | PinoLogger): value is PinoLogger {
   return typeof (value as PinoLogger).child === "function" && typeof (value as PinoLogger).info === "function"
 }
 
+/** The host's redaction plus ours: a host's own `redact` never switches off the credential paths. */
+function withCredentialPaths(redact: LoggerOptions["redact"]): LoggerOptions["redact"] {
+  if (redact === undefined) return REDACTED_PATHS
+  if (Array.isArray(redact)) return [...new Set([...redact, ...REDACTED_PATHS])]
+  return { ...redact, paths: [...new Set([...redact.paths, ...REDACTED_PATHS])] }
+}
+
 /** A pino logger with the credential redaction serve() uses, for hosts that build their own. */
-export function createLogger(options: LoggerOptions = {}): PinoLogger {
-  return pino({ level: "info", redact: REDACTED_PATHS, ...options })
+export function createLogger(options: LoggerOptions = {}, destination?: DestinationStream): PinoLogger {
+  const settings = { level: "info", ...options, redact: withCredentialPaths(options.redact) }
+  return destination ? pino(settings, destination) : pino(settings)
 }

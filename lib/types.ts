@@ -103,7 +103,7 @@ export interface AgentCard {
   preferredTransport: "JSONRPC"
   supportedInterfaces: Array<{ url: string; protocolBinding: "JSONRPC"; protocolVersion: string }>
   provider?: AgentProvider
-  capabilities: { streaming: boolean; pushNotifications: boolean; stateTransitionHistory?: boolean }
+  capabilities: { streaming: boolean; pushNotifications: boolean; extendedAgentCard?: boolean; stateTransitionHistory?: boolean }
   defaultInputModes: string[]
   defaultOutputModes: string[]
   skills: AgentSkill[]

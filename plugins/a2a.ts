@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, F
 import fp from "fastify-plugin"
 import { buildAgentCard, checkCardOptions, type CardOptions } from "../lib/a2a/card.js"
 import { A2AError, ErrorCode } from "../lib/a2a/errors.js"
+import { TaskEvents } from "../lib/a2a/events.js"
 import { JsonRpcDispatcher, type JsonRpcResponse } from "../lib/a2a/jsonrpc.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
 import type { Client } from "../lib/client.js"
@@ -44,6 +45,9 @@ const JSON_TYPES = ["application/json", "application/json-rpc", "application/a2a
  */
 const plugin: FastifyPluginAsync<ToolnexusA2AOptions> = async function toolnexusA2A(fastify, opts) {
   checkOptions(opts)
+  if (fastify.hasDecorator("taskStore")) {
+    throw new Error("toolnexus: this Fastify instance already has a taskStore; register toolnexusA2A once per encapsulation context")
+  }
   let store: TaskStore
   try {
     store = resolveStore(opts.store)
@@ -52,12 +56,9 @@ const plugin: FastifyPluginAsync<ToolnexusA2AOptions> = async function toolnexus
   }
   // A store the plugin built from a selector is the plugin's to close; a host's object stays the host's.
   const ownsStore = typeof opts.store !== "object"
-  const runner = new TaskRunner({ store, client: opts.client, toolkit: opts.toolkit, log: fastify.log })
-  const dispatcher = new JsonRpcDispatcher({ store, runner })
-
-  if (fastify.hasDecorator("taskStore")) {
-    throw new Error("toolnexus: this Fastify instance already has a taskStore; register toolnexusA2A once per encapsulation context")
-  }
+  const events = new TaskEvents()
+  const runner = new TaskRunner({ store, client: opts.client, toolkit: opts.toolkit, log: fastify.log, events })
+  const dispatcher = new JsonRpcDispatcher({ store, runner, events })
   fastify.decorate("taskStore", store)
   // preClose, so blocking requests waiting on a task end before the server waits on them.
   fastify.addHook("preClose", async () => runner.stop(opts.shutdownGraceMs ?? 10_000))
@@ -73,12 +74,28 @@ const plugin: FastifyPluginAsync<ToolnexusA2AOptions> = async function toolnexus
 
       routes.post("/", { bodyLimit: opts.bodyLimit ?? 1024 * 1024 }, async (request, reply) => {
         const started = performance.now()
-        const outcome = await dispatcher.dispatch(request.body, { log: request.log })
-        const error = outcome.response && "error" in outcome.response ? outcome.response.error : undefined
-        request.log.info(
-          { method: outcome.method, taskId: outcome.taskId, outcome: error ? error.code : "ok", durationMs: Math.round(performance.now() - started) },
-          "a2a request",
-        )
+        const peerGone = new AbortController()
+        reply.raw.once("close", () => peerGone.abort())
+        const outcome = await dispatcher.dispatch(request.body, { log: request.log, version: request.headers["a2a-version"], signal: peerGone.signal })
+        const logLine = () =>
+          request.log.info(
+            {
+              method: outcome.method,
+              taskId: outcome.taskId,
+              version: outcome.version,
+              outcome: outcome.errorCode ?? "ok",
+              durationMs: Math.round(performance.now() - started),
+              ...(outcome.stream && { stream: true }),
+            },
+            "a2a request",
+          )
+        if (outcome.stream) {
+          reply.hijack()
+          await writeEvents(reply, outcome.stream, peerGone.signal)
+          logLine()
+          return reply
+        }
+        logLine()
         if (!outcome.response) return reply.code(204).send()
         return reply.type("application/json").send(outcome.response)
       })
@@ -89,6 +106,38 @@ const plugin: FastifyPluginAsync<ToolnexusA2AOptions> = async function toolnexus
     },
     { prefix: opts.prefix ?? "" },
   )
+}
+
+/**
+ * Writes each response as a server-sent event, waiting for the socket to
+ * drain when the peer reads slowly, and ends the response when the stream
+ * ends or the peer goes away.
+ */
+async function writeEvents(reply: FastifyReply, stream: AsyncIterable<JsonRpcResponse>, peerGone: AbortSignal): Promise<void> {
+  const raw = reply.raw
+  raw.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" })
+  try {
+    for await (const message of stream) {
+      if (peerGone.aborted) break
+      if (!raw.write(`data: ${JSON.stringify(message)}\n\n`)) await drained(raw, peerGone)
+    }
+  } catch (err) {
+    reply.log.error({ err }, "a2a stream failed")
+  } finally {
+    if (!raw.writableEnded) raw.end()
+  }
+}
+
+function drained(raw: FastifyReply["raw"], peerGone: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      raw.off("drain", done)
+      peerGone.removeEventListener("abort", done)
+      resolve()
+    }
+    raw.once("drain", done)
+    peerGone.addEventListener("abort", done, { once: true })
+  })
 }
 
 /** HTTP-level failures as JSON-RPC error bodies: bad JSON is a -32700 with HTTP 200; size and type get their 4xx. */

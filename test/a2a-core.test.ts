@@ -1,6 +1,7 @@
 import t from "tap"
 import { A2AError, ErrorCode } from "../lib/a2a/errors.js"
 import { JsonRpcDispatcher, type DispatchOutcome } from "../lib/a2a/jsonrpc.js"
+import { TaskEvents } from "../lib/a2a/events.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
 import { createLocalClient, type Client, type ModelFunction } from "../lib/client.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
@@ -10,8 +11,9 @@ import { deferred, memoryLogger, RecordingStore, rpc, userMessage, waitFor } fro
 function setup(respond: ModelFunction | Client = () => "DONE", store: TaskStore = new RecordingStore()) {
   const log = memoryLogger()
   const client = typeof respond === "function" ? createLocalClient(respond) : respond
-  const runner = new TaskRunner({ store, client, log })
-  const dispatcher = new JsonRpcDispatcher({ store, runner })
+  const events = new TaskEvents()
+  const runner = new TaskRunner({ store, client, log, events })
+  const dispatcher = new JsonRpcDispatcher({ store, runner, events, pollIntervalMs: 10 })
   const call = async (body: unknown) => (await dispatcher.dispatch(body, { log })).response as any
   return { store, log, runner, dispatcher, call }
 }
@@ -111,8 +113,9 @@ t.test("invalid params name the field", async (t) => {
     [{ message: { role: "user", parts: [{ kind: "text", text: 5 }] } }, /params\.message\.parts\[0\]\.text must be a string/],
     [{ message: { role: "user", parts: [{ kind: "text" }] } }, /params\.message\.parts\[0\]\.text is required/],
     [{ message: { role: "user", parts: [{ kind: "video" }] } }, /params\.message\.parts\[0\] has an unknown kind/],
-    [{ message: { role: "user", parts: [{ text: "no kind" }] } }, /params\.message\.parts\[0\]\.kind is required/],
-    [{ message: { role: "user", parts: [{ kind: "file", file: { name: "a" } }] } }, /params\.message\.parts\[0\]\.file needs bytes or uri/],
+    [{ message: { role: "user", parts: [{ words: "neither kind nor content" }] } }, /params\.message\.parts\[0\] needs one of text, raw, url, data/],
+    [{ message: { role: "ROLE_USER", parts: [{ text: 7 }] } }, /params\.message\.parts\[0\]\.text must be a string/],
+    [{ message: { role: "user", parts: [{ kind: "file", file: { name: "a" } }] } }, /params\.message\.parts\[0\]\.file needs one of bytes, uri/],
     [{ message: userMessage("x"), configuration: { blocking: "yes" } }, /params\.configuration\.blocking must be a boolean/],
     [{ message: userMessage("x"), configuration: { historyLength: -1 } }, /params\.configuration\.historyLength must be >= 0/],
   ]

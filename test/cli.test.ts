@@ -18,6 +18,7 @@ t.test("parseCli: defaults, env and flags", async (t) => {
   t.throws(() => parseCli(["--port", "http"], {}), /--port should be a number/)
   t.throws(() => parseCli(["--style", "gemini"], {}), /--style should be "openai" or "anthropic"/)
   t.throws(() => parseCli(["--base-url", "http://x"], {}), /no --model/)
+  t.throws(() => parseCli(["--model", "m"], {}), /no --base-url/)
   t.throws(() => parseCli(["--api-key", "x"], {}), /Unknown option/)
 })
 

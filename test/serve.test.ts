@@ -2,7 +2,7 @@ import { Writable } from "node:stream"
 import { pino } from "pino"
 import t from "tap"
 import { createClient, createLocalClient } from "../lib/client.js"
-import { parseAddress, serve } from "../lib/serve.js"
+import { createLogger, parseAddress, serve } from "../lib/serve.js"
 import { createToolkit } from "../lib/toolkit.js"
 import { deferred, RecordingStore, rpc, userMessage, waitFor } from "./helpers.js"
 
@@ -94,10 +94,14 @@ t.test("credentials never reach the log", async (t) => {
   t.notMatch(JSON.stringify(task), "sk-model-key-123", "nor stored")
 })
 
-t.test("pino options and logger: false are accepted", async (t) => {
-  const quiet = await serve("127.0.0.1:0", { client: createLocalClient(() => "x"), logger: { level: "error" } })
+t.test("pino options and logger: false are accepted; a host's redact keeps ours", async (t) => {
+  const quiet = await serve("127.0.0.1:0", { client: createLocalClient(() => "x"), logger: { level: "error", redact: ["req.body.secret"] } })
   t.equal(quiet.app.log.level, "error")
   await quiet.stop()
+  const lines: string[] = []
+  const logger = createLogger({ redact: ["token"] }, { write: (line: string) => void lines.push(line) })
+  logger.info({ token: "t-1", headers: { authorization: "Bearer b-2" } }, "x")
+  t.notMatch(lines.join(""), /t-1|b-2/, "both the host's path and the credential paths are redacted")
   const silent = await serve("127.0.0.1:0", { client: createLocalClient(() => "x"), logger: false })
   t.equal((await postRpc(silent.url, rpc("GetTask", { id: "x" }))).error.code, -32001)
   await silent.stop()

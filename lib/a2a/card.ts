@@ -34,7 +34,7 @@ export function buildAgentCard(opts: CardOptions, endpointUrl: string): AgentCar
       { url: endpointUrl, protocolBinding: "JSONRPC", protocolVersion: "0.3" },
     ],
     ...(opts.provider ? { provider: opts.provider } : {}),
-    capabilities: { streaming: false, pushNotifications: false },
+    capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
     defaultInputModes: ["text/plain", "application/json"],
     defaultOutputModes: ["text/plain"],
     skills: opts.skills ?? [DEFAULT_SKILL],

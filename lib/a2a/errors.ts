@@ -12,6 +12,7 @@ export const ErrorCode = {
   TaskNotCancelable: -32002,
   PushNotificationNotSupported: -32003,
   UnsupportedOperation: -32004,
+  ContentTypeNotSupported: -32005,
   VersionNotSupported: -32009,
 } as const
 

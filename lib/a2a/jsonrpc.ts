@@ -1,13 +1,17 @@
 import { errorFields, type Logger } from "../log.js"
+import { InvalidPageTokenError, decodePageToken, type TaskQuery } from "../stores/list.js"
 import type { TaskStore } from "../stores/task-store.js"
 import type { A2ATask } from "../types.js"
 import { A2AError, ErrorCode, truncate, type JsonRpcErrorObject } from "./errors.js"
-import { parseGetTaskParams, parseSendMessageParams } from "./params.js"
-import { isTerminal, type TaskRunner } from "./runner.js"
+import { eventQueue, type TaskEvent, type TaskEvents } from "./events.js"
+import { parseListTasksParams, parseSendMessageParams, parseTaskIdParams, type SendMessageParams } from "./params.js"
+import { isFinalForNow, isTerminal, type StartedTask, type TaskRunner } from "./runner.js"
+import { codecFor, messageFromWire, negotiateVersion, stateFromWire, type WireCodec, type WireVersion } from "./wire.js"
 
 /**
  * JSON-RPC 2.0 over A2A, free of any HTTP framework: hand it the parsed
- * body, get back the response object to send (or none, for a notification).
+ * body and the A2A-Version header, get back the response to send, a stream
+ * of responses (SSE), or nothing (a notification).
  */
 
 export type JsonRpcId = string | number | null
@@ -17,43 +21,92 @@ export type JsonRpcResponse =
   | { jsonrpc: "2.0"; id: JsonRpcId; error: JsonRpcErrorObject }
 
 export interface DispatchContext {
-  /** The request's logger; the dispatcher adds `method` and `taskId` fields. */
+  /** The request's logger. */
   log: Logger
+  /** The request's `A2A-Version` header. */
+  version?: string | string[]
+  /** Aborted when the peer goes away: a stream it was reading stops (the task goes on). */
+  signal?: AbortSignal
 }
 
-/** What one call did, for the request log line. */
+/** What one call did: the answer and the fields of the request log line. */
 export interface DispatchOutcome {
-  /** Absent for a notification, which gets no answer. */
+  /** The answer; absent for a notification or a stream. */
   response?: JsonRpcResponse
+  /** Responses to send as server-sent events, for streaming methods; it ends when the context's signal aborts. */
+  stream?: AsyncIterable<JsonRpcResponse>
   method?: string
   taskId?: string
+  version?: WireVersion
+  /** The error code answered, if any. */
+  errorCode?: number
 }
 
 export interface DispatcherOptions {
   store: TaskStore
   runner: TaskRunner
+  events: TaskEvents
+  /** How often a stream of a task running in another process polls the store (default 500 ms). */
+  pollIntervalMs?: number
 }
 
-type Handler = (params: unknown, call: Call) => Promise<unknown>
-
-/** What a handler may note about its call. */
+/** What a handler works with and may note about its call. */
 interface Call {
+  id: JsonRpcId
+  codec: WireCodec
   log: Logger
+  /** Ends the call's stream. */
+  signal: AbortSignal
   taskId?: string
 }
+
+/** A handler's answer: a result, or a stream of results. */
+type Answer = { result: unknown } | { stream: AsyncIterable<unknown> }
+type Handler = (params: unknown, call: Call) => Promise<Answer>
+
+const PUSH_METHODS = [
+  "CreateTaskPushNotificationConfig",
+  "GetTaskPushNotificationConfig",
+  "ListTaskPushNotificationConfigs",
+  "DeleteTaskPushNotificationConfig",
+  "tasks/pushNotificationConfig/set",
+  "tasks/pushNotificationConfig/get",
+  "tasks/pushNotificationConfig/list",
+  "tasks/pushNotificationConfig/delete",
+]
 
 export class JsonRpcDispatcher {
   private readonly methods: ReadonlyMap<string, Handler>
 
   constructor(private readonly opts: DispatcherOptions) {
-    const sendMessage: Handler = (params, call) => this.sendMessage(params, call)
-    const getTask: Handler = (params, call) => this.getTask(params, call)
-    // Both generations of method names: A2A 1.0 PascalCase and 0.3 slash names.
-    this.methods = new Map([
-      ["SendMessage", sendMessage],
-      ["message/send", sendMessage],
-      ["GetTask", getTask],
-      ["tasks/get", getTask],
+    const handlers: Record<string, Handler> = {
+      SendMessage: (params, call) => this.sendMessage(params, call, false),
+      SendStreamingMessage: (params, call) => this.sendMessage(params, call, true),
+      GetTask: (params, call) => this.getTask(params, call),
+      ListTasks: (params, call) => this.listTasks(params, call),
+      CancelTask: (params, call) => this.cancelTask(params, call),
+      SubscribeToTask: (params, call) => this.subscribe(params, call),
+      GetExtendedAgentCard: async () => {
+        throw new A2AError(ErrorCode.UnsupportedOperation, "This agent has no extended agent card; read /.well-known/agent-card.json")
+      },
+    }
+    const aliases: Record<string, string> = {
+      "message/send": "SendMessage",
+      "message/stream": "SendStreamingMessage",
+      "tasks/get": "GetTask",
+      "tasks/list": "ListTasks",
+      "tasks/cancel": "CancelTask",
+      "tasks/resubscribe": "SubscribeToTask",
+      "agent/getAuthenticatedExtendedCard": "GetExtendedAgentCard",
+    }
+    const pushUnsupported: Handler = async () => {
+      throw new A2AError(ErrorCode.PushNotificationNotSupported, "Push notifications are not supported by this agent; poll GetTask or stream with SendStreamingMessage")
+    }
+    // A Map, so "constructor" or "__proto__" never find a handler.
+    this.methods = new Map<string, Handler>([
+      ...Object.entries(handlers),
+      ...Object.entries(aliases).map(([alias, name]): [string, Handler] => [alias, handlers[name]]),
+      ...PUSH_METHODS.map((name): [string, Handler] => [name, pushUnsupported]),
     ])
   }
 
@@ -63,48 +116,141 @@ export class JsonRpcDispatcher {
   }
 
   async dispatch(body: unknown, ctx: DispatchContext): Promise<DispatchOutcome> {
+    let version: WireVersion
+    try {
+      version = negotiateVersion(ctx.version)
+    } catch (err) {
+      return answer(idOf(body), codecFor("0.3"), err as A2AError)
+    }
+    const codec = codecFor(version)
     if (Array.isArray(body)) {
-      return { response: failure(null, new A2AError(ErrorCode.InvalidRequest, "Invalid request: JSON-RPC batches are not supported; send one request object per HTTP request")) }
+      return answer(null, codec, new A2AError(ErrorCode.InvalidRequest, "Invalid request: JSON-RPC batches are not supported; send one request object per HTTP request"))
     }
     const envelope = checkEnvelope(body)
-    if (envelope instanceof A2AError) return { response: failure(idOf(body), envelope) }
+    if (envelope instanceof A2AError) return answer(idOf(body), codec, envelope)
     const { id, method, params, notification } = envelope
+    const shownMethod = truncate(method, 64)
 
     const handler = this.methods.get(method)
-    if (!handler) {
-      const error = new A2AError(ErrorCode.MethodNotFound, `Method not found: ${truncate(method, 64)}. This server answers ${this.methodNames.join(", ")}`)
-      return { response: notification ? undefined : failure(id, error), method: truncate(method, 64) }
-    }
-    const call: Call = { log: ctx.log }
-    let response: JsonRpcResponse
+    const ended = new AbortController()
+    ctx.signal?.addEventListener("abort", () => ended.abort(), { once: true })
+    const call: Call = { id, codec, log: ctx.log, signal: ended.signal }
+    let outcome: DispatchOutcome
     try {
-      response = { jsonrpc: "2.0", id, result: await handler(params, call) }
+      if (!handler) throw new A2AError(ErrorCode.MethodNotFound, `Method not found: ${shownMethod}. This server answers ${this.methodNames.join(", ")}`)
+      const result = await handler(params, call)
+      outcome = "stream" in result ? { stream: responses(id, codec, result.stream, call) } : { response: { jsonrpc: "2.0", id, result: result.result } }
     } catch (err) {
-      response = failure(id, this.asA2AError(err, method, call))
+      outcome = answer(id, codec, this.asA2AError(err, method, call))
     }
-    return { response: notification ? undefined : response, method, taskId: call.taskId }
+    if (notification) {
+      ended.abort()
+      delete outcome.response
+      delete outcome.stream
+    }
+    return { ...outcome, method: shownMethod, taskId: call.taskId, version }
   }
 
-  private async sendMessage(raw: unknown, call: Call): Promise<A2ATask> {
+  private async sendMessage(raw: unknown, call: Call, streaming: boolean): Promise<Answer> {
     const params = parseSendMessageParams(raw)
-    if (params.message.taskId !== undefined) {
-      call.taskId = params.message.taskId
-      const existing = await this.read(params.message.taskId)
-      throw new A2AError(
-        isTerminal(existing.status.state) ? ErrorCode.UnsupportedOperation : ErrorCode.InvalidParams,
-        `Task ${truncate(existing.id)} is ${existing.status.state} and takes no further messages; send a message without taskId to start a new task`,
-      )
+    checkOutputModes(params)
+    if (hasPushConfig(raw)) {
+      throw new A2AError(ErrorCode.PushNotificationNotSupported, "Push notifications are not supported by this agent; leave out the push notification config")
     }
-    const { task, settled } = await this.opts.runner.start(params.message)
-    call.taskId = task.id
-    const result = params.configuration?.blocking ? await settled : task
-    return withHistoryLength(result, params.configuration?.historyLength)
+    const message = messageFromWire(params.message)
+    let started: StartedTask
+    if (message.taskId !== undefined) {
+      call.taskId = message.taskId
+      const existing = await this.read(message.taskId)
+      if (message.contextId !== undefined && existing.contextId !== undefined && message.contextId !== existing.contextId) {
+        throw A2AError.invalidParams("params.message.contextId", `does not match task ${truncate(existing.id)}'s context ${truncate(existing.contextId)}`)
+      }
+      if (existing.status.state !== "input-required") {
+        throw new A2AError(
+          ErrorCode.UnsupportedOperation,
+          `Task ${truncate(existing.id)} is ${existing.status.state} and takes no further messages; send a message without taskId to start a new task`,
+        )
+      }
+      started = await this.opts.runner.resume(existing, message, streaming)
+    } else {
+      started = await this.opts.runner.start(message, streaming)
+    }
+    call.taskId = started.task.id
+    if (streaming) return { stream: taskStream(started.task, closedOnAbort(started.events!, call.signal), call.codec) }
+
+    const config = params.configuration ?? {}
+    // 0.3 answers at once unless asked to block; 1.0 blocks unless asked to return at once.
+    const wait = call.codec.version === "0.3" ? config.blocking === true : config.returnImmediately !== true
+    const task = wait ? await started.settled : started.task
+    return { result: call.codec.sendResult(withHistoryLength(task, config.historyLength)) }
   }
 
-  private async getTask(raw: unknown, call: Call): Promise<A2ATask> {
-    const params = parseGetTaskParams(raw)
+  private async getTask(raw: unknown, call: Call): Promise<Answer> {
+    const params = parseTaskIdParams(raw)
     call.taskId = params.id
-    return withHistoryLength(await this.read(params.id), params.historyLength)
+    return { result: call.codec.task(withHistoryLength(await this.read(params.id), params.historyLength)) }
+  }
+
+  private async listTasks(raw: unknown, call: Call): Promise<Answer> {
+    const { store } = this.opts
+    if (!store.list) throw new A2AError(ErrorCode.UnsupportedOperation, "ListTasks is not supported: this agent's task store cannot list tasks")
+    const params = parseListTasksParams(raw)
+    const query: TaskQuery = { contextId: params.contextId, pageSize: params.pageSize, includeArtifacts: params.includeArtifacts }
+    if (params.status !== undefined) {
+      const state = stateFromWire(call.codec.version, params.status)
+      if (state === undefined && !isNoFilter(call.codec.version, params.status)) {
+        throw A2AError.invalidParams("params.status", `is not a task state: use one such as ${call.codec.version === "1.0" ? "TASK_STATE_COMPLETED" : '"completed"'}`)
+      }
+      query.status = state
+    }
+    if (params.statusTimestampAfter !== undefined) {
+      const time = Date.parse(params.statusTimestampAfter)
+      if (Number.isNaN(time)) throw A2AError.invalidParams("params.statusTimestampAfter", "must be an ISO-8601 time such as 2026-01-31T12:00:00Z")
+      query.statusTimestampAfter = new Date(time).toISOString()
+    }
+    if (params.pageToken !== undefined && params.pageToken !== "") {
+      try {
+        decodePageToken(params.pageToken)
+      } catch (err) {
+        if (err instanceof InvalidPageTokenError) throw A2AError.invalidParams("params.pageToken", "is not a nextPageToken from an earlier page")
+        throw err
+      }
+      query.pageToken = params.pageToken
+    }
+    const page = await store.list(query)
+    return {
+      result: {
+        tasks: page.tasks.map((task) => call.codec.task(withHistoryLength(task, params.historyLength))),
+        nextPageToken: page.nextPageToken,
+        pageSize: page.pageSize,
+        totalSize: page.totalSize,
+      },
+    }
+  }
+
+  private async cancelTask(raw: unknown, call: Call): Promise<Answer> {
+    const params = parseTaskIdParams(raw)
+    call.taskId = params.id
+    return { result: call.codec.task(await this.opts.runner.cancel(params.id)) }
+  }
+
+  private async subscribe(raw: unknown, call: Call): Promise<Answer> {
+    const params = parseTaskIdParams(raw)
+    call.taskId = params.id
+    // Subscribe before reading, so no event falls between the snapshot and the stream.
+    const events = closedOnAbort(eventQueue(this.opts.events, params.id), call.signal)
+    try {
+      const task = await this.read(params.id)
+      if (isTerminal(task.status.state)) {
+        throw new A2AError(ErrorCode.UnsupportedOperation, `Task ${truncate(task.id)} is already ${task.status.state}; read it with GetTask`)
+      }
+      if (this.opts.runner.isRunning(task.id) && !isFinalForNow(task.status.state)) return { stream: taskStream(task, events, call.codec) }
+      events.close()
+      return { stream: taskStream(task, pollStore(this.opts.store, task, call.signal, this.opts.pollIntervalMs ?? 500), call.codec) }
+    } catch (err) {
+      events.close()
+      throw err
+    }
   }
 
   private async read(id: string): Promise<A2ATask> {
@@ -118,7 +264,64 @@ export class JsonRpcDispatcher {
     if (err instanceof A2AError) return err
     call.log.error({ method, taskId: call.taskId, ...errorFields(err) }, "request failed")
     const what = call.taskId ? ` for task ${truncate(call.taskId)}` : ""
-    return new A2AError(ErrorCode.InternalError, `Internal error${what} in ${method}: the server could not complete the request; its log has the details`)
+    return new A2AError(ErrorCode.InternalError, `Internal error${what} in ${truncate(method, 64)}: the server could not complete the request; its log has the details`)
+  }
+}
+
+/** A subscription that ends when the signal aborts. */
+function closedOnAbort<T extends { close(): void }>(events: T, signal: AbortSignal): T {
+  if (signal.aborted) events.close()
+  else signal.addEventListener("abort", () => events.close(), { once: true })
+  return events
+}
+
+/** The Task first, then its events, until a state that ends the stream; leaving the loop unsubscribes. */
+async function* taskStream(first: A2ATask, events: AsyncIterable<TaskEvent>, codec: WireCodec): AsyncIterable<unknown> {
+  const doneAtOnce = isFinalForNow(first.status.state)
+  yield codec.streamEvent({ type: "task", task: first }, doneAtOnce)
+  if (doneAtOnce) return
+  for await (const event of events) {
+    const final = event.type === "status" && isFinalForNow(event.task.status.state)
+    yield codec.streamEvent(event, final)
+    if (final) return
+  }
+}
+
+/** Events of a task running in another process, seen by polling the store until the signal aborts. */
+async function* pollStore(store: TaskStore, first: A2ATask, signal: AbortSignal, intervalMs: number): AsyncIterable<TaskEvent> {
+  let last = first
+  while (!signal.aborted) {
+    await sleep(intervalMs, signal)
+    if (signal.aborted) return
+    const task = await store.get(first.id)
+    if (task === undefined) return
+    if (task.status.state !== last.status.state || task.status.timestamp !== last.status.timestamp) {
+      for (const artifact of (task.artifacts ?? []).slice(last.artifacts?.length ?? 0)) yield { type: "artifact", task, artifact }
+      yield { type: "status", task }
+      last = task
+    }
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms)
+    function done() {
+      clearTimeout(timer)
+      signal.removeEventListener("abort", done)
+      resolve()
+    }
+    signal.addEventListener("abort", done, { once: true })
+  })
+}
+
+/** Wraps stream results as JSON-RPC responses; a failure mid-stream becomes an error response that ends it. */
+async function* responses(id: JsonRpcId, codec: WireCodec, stream: AsyncIterable<unknown>, call: Call): AsyncIterable<JsonRpcResponse> {
+  try {
+    for await (const result of stream) yield { jsonrpc: "2.0", id, result }
+  } catch (err) {
+    call.log.error({ taskId: call.taskId, ...errorFields(err) }, "stream failed")
+    yield { jsonrpc: "2.0", id, error: codec.error(new A2AError(ErrorCode.InternalError, "Internal error: the stream failed; its log has the details")) }
   }
 }
 
@@ -147,15 +350,33 @@ function isValidId(id: unknown): id is JsonRpcId {
 }
 
 function idOf(body: unknown): JsonRpcId {
-  const id = body !== null && typeof body === "object" ? (body as Record<string, unknown>).id : null
+  const id = body !== null && typeof body === "object" && !Array.isArray(body) ? (body as Record<string, unknown>).id : null
   return isValidId(id) ? id : null
 }
 
-function failure(id: JsonRpcId, error: A2AError): JsonRpcResponse {
-  return { jsonrpc: "2.0", id, error: error.toJSON() }
+function answer(id: JsonRpcId, codec: WireCodec, error: A2AError): DispatchOutcome {
+  return { response: { jsonrpc: "2.0", id, error: codec.error(error) }, errorCode: error.code }
 }
 
 function withHistoryLength(task: A2ATask, historyLength: number | undefined): A2ATask {
   if (historyLength === undefined || task.history === undefined || task.history.length <= historyLength) return task
   return { ...task, history: historyLength === 0 ? [] : task.history.slice(-historyLength) }
 }
+
+/** The agent answers in text; a peer that accepts no text form cannot use it. */
+function checkOutputModes(params: SendMessageParams): void {
+  const modes = params.configuration?.acceptedOutputModes
+  if (!modes || modes.length === 0) return
+  if (modes.some((mode) => /^(text\/[\w.+-]+|text\/\*|\*\/\*|text)$/i.test(mode.trim()))) return
+  throw new A2AError(ErrorCode.ContentTypeNotSupported, `This agent answers in text/plain, which acceptedOutputModes (${modes.slice(0, 5).join(", ")}) does not include`)
+}
+
+function hasPushConfig(raw: unknown): boolean {
+  const config = (raw as { configuration?: Record<string, unknown> }).configuration
+  return Boolean(config && (config.pushNotificationConfig || config.taskPushNotificationConfig))
+}
+
+function isNoFilter(version: WireVersion, status: string): boolean {
+  return version === "0.3" ? status === "unknown" : status === "TASK_STATE_UNSPECIFIED" || status === "UNRECOGNIZED"
+}
+

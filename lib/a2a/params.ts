@@ -1,11 +1,15 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv"
-import type { A2AMessage, JsonObject } from "../types.js"
+import type { A2APart, JsonObject } from "../types.js"
 import { A2AError } from "./errors.js"
 
 /**
  * The one place request params are checked. Each method's params have a
  * JSON Schema; a failure becomes -32602 naming the first bad field
- * (`params.message.parts[0].text must be string`).
+ * (`params.message.parts[0].text must be a string`).
+ *
+ * Incoming messages are read leniently across versions: a role may be
+ * "user" or "ROLE_USER", a part may be 0.3 (`{kind:"text",text}`) or 1.0
+ * (`{text}`); answers are always written in the version asked for.
  */
 
 /** Bounds that keep a single request from holding unbounded memory or CPU. */
@@ -14,34 +18,37 @@ const MAX_PARTS = 1000
 
 const metadata = { type: "object" } as const
 const id = { type: "string", minLength: 1, maxLength: MAX_ID } as const
+const optionalString = { type: "string" } as const
 
-const part = {
-  type: "object",
+/** A 0.3 part: tagged with kind. */
+const part03 = {
   required: ["kind"],
   discriminator: { propertyName: "kind" },
   oneOf: [
-    {
-      properties: { kind: { const: "text" }, text: { type: "string" }, metadata },
-      required: ["text"],
-    },
+    { properties: { kind: { const: "text" }, text: { type: "string" }, metadata }, required: ["text"] },
     {
       properties: {
         kind: { const: "file" },
         file: {
           type: "object",
-          properties: { name: { type: "string" }, mimeType: { type: "string" }, bytes: { type: "string" }, uri: { type: "string" } },
+          properties: { name: optionalString, mimeType: optionalString, bytes: optionalString, uri: optionalString },
           anyOf: [{ required: ["bytes"] }, { required: ["uri"] }],
         },
         metadata,
       },
       required: ["file"],
     },
-    {
-      properties: { kind: { const: "data" }, data: { type: "object" }, metadata },
-      required: ["data"],
-    },
+    { properties: { kind: { const: "data" }, data: { type: "object" }, metadata }, required: ["data"] },
   ],
 } as const
+
+/** A 1.0 part: exactly one content field. */
+const part10 = {
+  properties: { text: { type: "string" }, raw: { type: "string" }, url: { type: "string" }, mediaType: optionalString, filename: optionalString, metadata },
+  anyOf: [{ required: ["text"] }, { required: ["raw"] }, { required: ["url"] }, { required: ["data"] }],
+} as const
+
+const part = { type: "object", if: { required: ["kind"] }, then: part03, else: part10 } as const
 
 const message = {
   type: "object",
@@ -49,11 +56,12 @@ const message = {
   properties: {
     kind: { const: "message" },
     messageId: id,
-    role: { enum: ["user", "agent"] },
+    role: { enum: ["user", "agent", "ROLE_USER", "ROLE_AGENT"] },
     parts: { type: "array", minItems: 1, maxItems: MAX_PARTS, items: part },
     taskId: id,
     contextId: id,
     referenceTaskIds: { type: "array", items: id },
+    extensions: { type: "array", items: { type: "string" } },
     metadata,
   },
 } as const
@@ -67,6 +75,7 @@ const sendMessageSchema = {
       type: "object",
       properties: {
         blocking: { type: "boolean" },
+        returnImmediately: { type: "boolean" },
         historyLength: { type: "integer", minimum: 0 },
         acceptedOutputModes: { type: "array", items: { type: "string" } },
       },
@@ -75,31 +84,71 @@ const sendMessageSchema = {
   },
 } as const
 
-const getTaskSchema = {
+const taskIdSchema = {
   type: "object",
   required: ["id"],
   properties: { id, historyLength: { type: "integer", minimum: 0 }, metadata },
 } as const
 
-export interface SendMessageParams {
-  message: Omit<A2AMessage, "messageId"> & { messageId?: string }
-  configuration?: { blocking?: boolean; historyLength?: number; acceptedOutputModes?: string[] }
+const listTasksSchema = {
+  type: "object",
+  properties: {
+    contextId: id,
+    status: { type: "string" },
+    pageSize: { type: "integer", minimum: 1, maximum: 100 },
+    pageToken: { type: "string", maxLength: 4096 },
+    historyLength: { type: "integer", minimum: 0 },
+    statusTimestampAfter: { type: "string", maxLength: 64 },
+    includeArtifacts: { type: "boolean" },
+    tenant: { type: "string" },
+  },
+} as const
+
+/** A message as it may arrive: 0.3 or 1.0 parts and roles. */
+export interface WireMessage {
+  kind?: "message"
+  messageId?: string
+  role: "user" | "agent" | "ROLE_USER" | "ROLE_AGENT"
+  parts: Array<A2APart | JsonObject>
+  taskId?: string
+  contextId?: string
+  referenceTaskIds?: string[]
+  extensions?: string[]
   metadata?: JsonObject
 }
 
-export interface GetTaskParams {
+export interface SendMessageParams {
+  message: WireMessage
+  configuration?: { blocking?: boolean; returnImmediately?: boolean; historyLength?: number; acceptedOutputModes?: string[] }
+  metadata?: JsonObject
+}
+
+export interface TaskIdParams {
   id: string
   historyLength?: number
 }
 
-const ajv = new Ajv({ allErrors: false, discriminator: true, strict: false })
+export interface ListTasksParams {
+  contextId?: string
+  status?: string
+  pageSize?: number
+  pageToken?: string
+  historyLength?: number
+  statusTimestampAfter?: string
+  includeArtifacts?: boolean
+}
+
+const ajv = new Ajv({ allErrors: false, discriminator: true, strict: false, verbose: true })
 const validators = {
   sendMessage: ajv.compile<SendMessageParams>(sendMessageSchema),
-  getTask: ajv.compile<GetTaskParams>(getTaskSchema),
+  taskId: ajv.compile<TaskIdParams>(taskIdSchema),
+  listTasks: ajv.compile<ListTasksParams>(listTasksSchema),
 }
 
 export const parseSendMessageParams = (params: unknown) => check(validators.sendMessage, params)
-export const parseGetTaskParams = (params: unknown) => check(validators.getTask, params)
+/** GetTask, CancelTask and SubscribeToTask: `{ id, historyLength? }`. */
+export const parseTaskIdParams = (params: unknown) => check(validators.taskId, params)
+export const parseListTasksParams = (params: unknown) => check(validators.listTasks, params)
 
 function check<T>(validate: ValidateFunction<T>, params: unknown): T {
   if (validate(params)) return params
@@ -119,7 +168,6 @@ function describe(error: ErrorObject | undefined): A2AError {
       break
     case "discriminator":
       wanted = error.params.error === "mapping" ? `has an unknown kind: expected "text", "file" or "data"` : `needs a "kind" of "text", "file" or "data"`
-      field = "params" + pointerToPath(error.instancePath)
       break
     case "enum":
       wanted = `must be one of ${(error.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(", ")}`
@@ -127,9 +175,11 @@ function describe(error: ErrorObject | undefined): A2AError {
     case "const":
       wanted = `must be ${JSON.stringify(error.params.allowedValue)}`
       break
-    case "anyOf":
-      wanted = "needs bytes or uri"
+    case "anyOf": {
+      const options = (error.schema as Array<{ required: string[] }>).map((s) => s.required[0])
+      wanted = `needs one of ${options.join(", ")}`
       break
+    }
     case "type":
       wanted = `must be ${error.params.type === "integer" ? "an integer" : `a${/^[aeiou]/.test(String(error.params.type)) ? "n" : ""} ${error.params.type}`}`
       break
@@ -138,7 +188,6 @@ function describe(error: ErrorObject | undefined): A2AError {
 }
 
 function pointerToPath(pointer: string): string {
-  if (pointer === "") return ""
   return pointer
     .split("/")
     .slice(1)

@@ -1,10 +1,12 @@
 import { randomUUID } from "node:crypto"
-import type { Client } from "../client.js"
+import type { ChatMessage, Client } from "../client.js"
 import { errorFields, type Logger } from "../log.js"
 import type { TaskStore } from "../stores/task-store.js"
 import type { Toolkit } from "../toolkit.js"
-import type { A2AMessage, A2APart, A2ATask, TaskState } from "../types.js"
+import type { A2AArtifact, A2AMessage, A2APart, A2ATask, TaskState } from "../types.js"
 import { TERMINAL_STATES } from "../types.js"
+import { A2AError, ErrorCode, truncate } from "./errors.js"
+import { eventQueue, type TaskEvent, type TaskEvents } from "./events.js"
 
 /** An incoming message before the runner gives it ids. */
 export type IncomingMessage = Omit<A2AMessage, "messageId"> & { messageId?: string }
@@ -14,25 +16,46 @@ export interface TaskRunnerOptions {
   client: Client
   toolkit?: Toolkit
   log: Logger
+  events: TaskEvents
+  /** How many earlier messages of the same context reach the model (default 50). */
+  contextMessages?: number
 }
 
-/** One task being fulfilled in this process. */
+/** A started or resumed task: the Task as first saved, and what it settles into. */
+export interface StartedTask {
+  task: A2ATask
+  /** Resolves with the Task once it is terminal or waits for input; never rejects. */
+  settled: Promise<A2ATask>
+  /** The task's events from the first one on, when `watch` was asked for. */
+  events?: AsyncIterableIterator<TaskEvent> & { close(): void }
+}
+
+/** One run of a task in this process. */
 interface Running {
   task: A2ATask
   controller: AbortController
-  /** Set once a terminal state has been written: nothing is saved after it. */
+  /** Set once the run's last state is being written: nothing is saved after it. */
   finished: boolean
-  /** Resolves with the terminal Task; never rejects. */
   settled: Promise<A2ATask>
 }
 
 const now = () => new Date().toISOString()
 
+/** States a stream or a blocking call stops at: terminal, or waiting on the peer. */
+export function isFinalForNow(state: TaskState): boolean {
+  return TERMINAL_STATES.has(state) || state === "input-required" || state === "auth-required"
+}
+
+export function isTerminal(state: TaskState): boolean {
+  return TERMINAL_STATES.has(state)
+}
+
 /**
  * The task lifecycle: a message becomes a `submitted` Task, then in the
- * background `working`, then `completed` (the answer as an artifact) or
- * `failed` (the error as the status message). Exactly one save per state
- * transition; a failing model or store is logged and never escapes.
+ * background `working`, then `completed` (the answer as an artifact),
+ * `input-required` (the model's question), `failed` (the error as the
+ * status message) or `canceled`. Exactly one save per state transition; a
+ * failing model or store is logged and never escapes.
  */
 export class TaskRunner {
   private readonly running = new Map<string, Running>()
@@ -45,32 +68,52 @@ export class TaskRunner {
     return this.running.size
   }
 
-  /**
-   * Saves a new `submitted` Task for the message and starts fulfilling it.
-   * Resolves once the submitted Task is saved; `settled` resolves with the Task in its terminal state.
-   */
-  async start(incoming: IncomingMessage): Promise<{ task: A2ATask; settled: Promise<A2ATask> }> {
-    if (!this.accepting) throw new Error("The server is shutting down and takes no new tasks")
+  isRunning(id: string): boolean {
+    return this.running.has(id)
+  }
+
+  /** Saves a new `submitted` Task for the message and starts fulfilling it. */
+  async start(incoming: IncomingMessage, watch = false): Promise<StartedTask> {
+    this.assertAccepting()
     const id = randomUUID()
     const contextId = incoming.contextId ?? randomUUID()
-    const message: A2AMessage = { ...incoming, kind: "message", messageId: incoming.messageId ?? randomUUID(), taskId: id, contextId }
+    const message = this.stamp(incoming, id, contextId)
     const task: A2ATask = { id, contextId, kind: "task", status: { state: "submitted", timestamp: now() }, history: [message] }
     await this.opts.store.save(task)
     this.logTransition(task)
+    // A new context has no earlier turns to look up.
+    return this.launch(task, watch, incoming.contextId !== undefined)
+  }
 
-    let resolveSettled!: (task: A2ATask) => void
-    const record: Running = {
-      task,
-      controller: new AbortController(),
-      finished: false,
-      settled: new Promise((resolve) => (resolveSettled = resolve)),
+  /** Continues an `input-required` Task with the peer's answer. */
+  async resume(task: A2ATask, incoming: IncomingMessage, watch = false): Promise<StartedTask> {
+    this.assertAccepting()
+    if (this.running.has(task.id)) throw new A2AError(ErrorCode.UnsupportedOperation, `Task ${truncate(task.id)} is already running`)
+    const message = this.stamp(incoming, task.id, task.contextId)
+    return this.launch({ ...task, history: [...(task.history ?? []), message] }, watch, true)
+  }
+
+  /**
+   * Cancels a task: a run in this process is aborted (its model request and
+   * tools see the signal) and nothing it does later is saved.
+   */
+  async cancel(id: string): Promise<A2ATask> {
+    const record = this.running.get(id)
+    if (record && !record.finished) {
+      record.controller.abort(new Error("the task was canceled"))
+      await this.finish(record, "canceled", "Canceled at the peer's request")
+      return record.task
     }
-    this.running.set(id, record)
-    void this.fulfil(record).then(() => {
-      this.running.delete(id)
-      resolveSettled(record.task)
-    })
-    return { task, settled: record.settled }
+    const task = record?.task ?? (await this.opts.store.get(id))
+    if (task === undefined) throw A2AError.taskNotFound(id)
+    if (isTerminal(task.status.state)) {
+      throw new A2AError(ErrorCode.TaskNotCancelable, `Task ${truncate(id)} is already ${task.status.state} and cannot be canceled`, { taskId: truncate(id) })
+    }
+    // Not running here: waiting for input, or left behind by a process that stopped.
+    const canceled: A2ATask = { ...task, status: { state: "canceled", timestamp: now(), message: agentMessage(task, "Canceled at the peer's request") } }
+    await this.opts.store.save(canceled)
+    this.published(canceled)
+    return canceled
   }
 
   /**
@@ -85,40 +128,98 @@ export class TaskRunner {
     await Promise.all([...this.running.values()].map((record) => this.finish(record, "failed", "Interrupted: the server stopped before the task finished")))
   }
 
-  private async fulfil(record: Running): Promise<void> {
+  private assertAccepting(): void {
+    if (!this.accepting) throw new A2AError(ErrorCode.InternalError, "The server is shutting down and takes no new tasks; retry in a moment")
+  }
+
+  private stamp(incoming: IncomingMessage, taskId: string, contextId: string | undefined): A2AMessage {
+    return { ...incoming, kind: "message", messageId: incoming.messageId ?? randomUUID(), taskId, contextId }
+  }
+
+  private launch(task: A2ATask, watch: boolean, lookUpContext: boolean): StartedTask {
+    const events = watch ? eventQueue(this.opts.events, task.id) : undefined
+    let resolveSettled!: (task: A2ATask) => void
+    const record: Running = {
+      task,
+      controller: new AbortController(),
+      finished: false,
+      settled: new Promise((resolve) => (resolveSettled = resolve)),
+    }
+    this.running.set(task.id, record)
+    void this.fulfil(record, lookUpContext).then(() => {
+      this.running.delete(task.id)
+      resolveSettled(record.task)
+    })
+    return { task, settled: record.settled, events }
+  }
+
+  private async fulfil(record: Running, lookUpContext: boolean): Promise<void> {
     const { client, toolkit } = this.opts
     try {
       await this.transition(record, { ...record.task, status: { state: "working", timestamp: now() } })
-      const result = await client.run(promptFrom(record.task.history?.[0]), { toolkit, signal: record.controller.signal })
+      const history = await this.earlierTurns(record.task, lookUpContext)
+      const prompt = promptFrom(record.task.history?.at(-1))
+      const result = await client.run(prompt, { toolkit, signal: record.controller.signal, history })
       if (record.finished) return
-      const answer: A2AMessage = agentMessage(record.task, result.text)
-      await this.finish(record, "completed", undefined, {
-        history: [...(record.task.history ?? []), answer],
-        artifacts: [{ artifactId: randomUUID(), name: "answer", parts: [{ kind: "text", text: result.text }] }],
-      })
+      const answer = agentMessage(record.task, result.text)
+      const history2 = [...(record.task.history ?? []), answer]
+      if (result.inputRequired) {
+        await this.finish(record, "input-required", undefined, { history: history2, status: { state: "input-required", timestamp: now(), message: answer } })
+        return
+      }
+      const artifact: A2AArtifact = { artifactId: randomUUID(), name: "answer", parts: [{ kind: "text", text: result.text }] }
+      await this.finish(record, "completed", undefined, { history: history2, artifacts: [...(record.task.artifacts ?? []), artifact] }, artifact)
     } catch (err) {
+      if (record.finished) return
       const reason = record.controller.signal.aborted ? String((record.controller.signal.reason as Error)?.message ?? "aborted") : describeError(err)
       this.opts.log.warn({ taskId: record.task.id, ...errorFields(err) }, "task failed")
       await this.finish(record, "failed", `The agent failed: ${reason}`)
     }
   }
 
-  /** Writes a terminal state once; later calls do nothing. */
-  private async finish(record: Running, state: TaskState, statusText?: string, extra: Partial<A2ATask> = {}): Promise<void> {
+  /** The conversation before the task's latest message: earlier tasks of its context, then its own history. */
+  private async earlierTurns(task: A2ATask, lookUpContext: boolean): Promise<ChatMessage[]> {
+    const limit = this.opts.contextMessages ?? 50
+    const own = (task.history ?? []).slice(0, -1)
+    let earlier: A2AMessage[] = []
+    const { store } = this.opts
+    if (lookUpContext && store.list && task.contextId !== undefined) {
+      try {
+        const page = await store.list({ contextId: task.contextId, pageSize: 100 })
+        earlier = page.tasks
+          .filter((other) => other.id !== task.id)
+          .reverse()
+          .flatMap((other) => other.history ?? [])
+      } catch (err) {
+        this.opts.log.warn({ taskId: task.id, contextId: task.contextId, ...errorFields(err) }, "could not read the context's earlier turns")
+      }
+    }
+    return [...earlier, ...own].slice(-limit).map((message) => ({ role: message.role === "user" ? "user" : "assistant", content: promptFrom(message) }))
+  }
+
+  /** Writes the run's last state once; later calls do nothing. */
+  private async finish(record: Running, state: TaskState, statusText?: string, extra: Partial<A2ATask> = {}, artifact?: A2AArtifact): Promise<void> {
     if (record.finished) return
     record.finished = true
     const status = { state, timestamp: now(), ...(statusText ? { message: agentMessage(record.task, statusText) } : {}) }
     try {
-      await this.transition(record, { ...record.task, ...extra, status })
+      await this.transition(record, { ...record.task, status, ...extra }, artifact)
     } catch (err) {
       this.opts.log.error({ taskId: record.task.id, state, ...errorFields(err) }, "task store failed to save the final state")
     }
   }
 
-  private async transition(record: Running, next: A2ATask): Promise<void> {
+  private async transition(record: Running, next: A2ATask, artifact?: A2AArtifact): Promise<void> {
     await this.opts.store.save(next)
     record.task = next
-    this.logTransition(next)
+    this.published(next, artifact)
+  }
+
+  /** Logs a saved state and tells the task's streams, the artifact first. */
+  private published(task: A2ATask, artifact?: A2AArtifact): void {
+    this.logTransition(task)
+    if (artifact) this.opts.events.publish({ type: "artifact", task, artifact })
+    this.opts.events.publish({ type: "status", task })
   }
 
   private logTransition(task: A2ATask): void {
@@ -136,10 +237,6 @@ export class TaskRunner {
       clearTimeout(timer)
     }
   }
-}
-
-export function isTerminal(state: TaskState): boolean {
-  return TERMINAL_STATES.has(state)
 }
 
 function agentMessage(task: A2ATask, text: string): A2AMessage {

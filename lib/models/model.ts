@@ -19,6 +19,8 @@ export interface ModelTurn {
   /** Empty when the model is done; `text` is then its answer. */
   toolCalls: ModelToolCall[]
   usage: Usage
+  /** The model's `text` is a question for the user: the run ends waiting for an answer. */
+  inputRequired?: boolean
 }
 
 export interface ModelToolCall extends ToolCall {

@@ -4,13 +4,13 @@ import type { A2ATask, TaskState } from "../types.js"
 export interface TaskQuery {
   contextId?: string
   status?: TaskState
-  /** Only Tasks whose status changed after this ISO-8601 time. */
+  /** Only Tasks whose status changed at or after this ISO-8601 time. */
   statusTimestampAfter?: string
   /** 1-100; default 50. */
   pageSize?: number
   /** A `nextPageToken` from an earlier page of the same query. */
   pageToken?: string
-  /** Default true; false drops `artifacts` from the listed Tasks. */
+  /** Default false, as in ListTasks: listed Tasks come without `artifacts` unless asked. */
   includeArtifacts?: boolean
 }
 
@@ -68,7 +68,7 @@ const keyOf = (task: A2ATask): Cursor => ({ t: task.status.timestamp ?? "", id: 
 export function matchesQuery(task: A2ATask, query: TaskQuery): boolean {
   if (query.contextId !== undefined && task.contextId !== query.contextId) return false
   if (query.status !== undefined && task.status.state !== query.status) return false
-  if (query.statusTimestampAfter !== undefined && !((task.status.timestamp ?? "") > query.statusTimestampAfter)) return false
+  if (query.statusTimestampAfter !== undefined && (task.status.timestamp ?? "") < query.statusTimestampAfter) return false
   return true
 }
 
@@ -85,7 +85,7 @@ export function pageOfTasks(tasks: Iterable<A2ATask>, query: TaskQuery): TaskPag
   const page = start < 0 ? [] : matching.slice(start, start + pageSize)
   const more = start >= 0 && start + pageSize < matching.length
   return {
-    tasks: query.includeArtifacts === false ? page.map(({ artifacts: _dropped, ...task }) => task) : page,
+    tasks: query.includeArtifacts ? page : page.map(({ artifacts: _dropped, ...task }) => task),
     nextPageToken: more ? encodePageToken(page[page.length - 1]) : "",
     totalSize: matching.length,
     pageSize,

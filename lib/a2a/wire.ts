@@ -1,0 +1,188 @@
+import type { A2AArtifact, A2AMessage, A2APart, A2ATask, A2ATaskStatus, JsonObject, TaskState } from "../types.js"
+import { A2AError, ErrorCode } from "./errors.js"
+import type { TaskEvent } from "./events.js"
+import type { WireMessage } from "./params.js"
+import type { IncomingMessage } from "./runner.js"
+
+/**
+ * The one place stored shapes become wire shapes and back.
+ *
+ * Stored form = A2A 0.3 JSON (lowercase states, `kind` on parts). A request
+ * without an `A2A-Version` header (or with 0.3) is answered in that form;
+ * `A2A-Version: 1.0` gets the 1.0 forms: wrapped results, `TASK_STATE_*`,
+ * `ROLE_*`, parts without `kind`, `{statusUpdate}` / `{artifactUpdate}` events.
+ */
+export type WireVersion = "0.3" | "1.0"
+
+export const SUPPORTED_VERSIONS: readonly WireVersion[] = ["1.0", "0.3"]
+
+/** The version a request asked for; absent means 0.3. Patch numbers do not count. */
+export function negotiateVersion(header: string | string[] | undefined): WireVersion {
+  const value = (Array.isArray(header) ? header[0] : header)?.trim() ?? ""
+  if (value === "") return "0.3"
+  const match = /^(\d+)\.(\d+)(?:\.\d+)?$/.exec(value)
+  const majorMinor = match ? `${Number(match[1])}.${Number(match[2])}` : value
+  if (majorMinor === "1.0" || majorMinor === "0.3") return majorMinor
+  throw new A2AError(
+    ErrorCode.VersionNotSupported,
+    `A2A version ${JSON.stringify(value.slice(0, 32))} is not supported; send A2A-Version: 1.0, or 0.3 (or no header)`,
+    { supportedVersions: SUPPORTED_VERSIONS },
+  )
+}
+
+const STATE_TO_V1: Record<TaskState, string> = {
+  submitted: "TASK_STATE_SUBMITTED",
+  working: "TASK_STATE_WORKING",
+  "input-required": "TASK_STATE_INPUT_REQUIRED",
+  "auth-required": "TASK_STATE_AUTH_REQUIRED",
+  completed: "TASK_STATE_COMPLETED",
+  canceled: "TASK_STATE_CANCELED",
+  failed: "TASK_STATE_FAILED",
+  rejected: "TASK_STATE_REJECTED",
+  unknown: "TASK_STATE_UNSPECIFIED",
+}
+const STATE_FROM_V1 = new Map(Object.entries(STATE_TO_V1).map(([stored, wire]) => [wire, stored as TaskState]))
+
+/** The stored state a wire state names, or undefined for "no filter" values. */
+export function stateFromWire(version: WireVersion, state: string): TaskState | undefined {
+  if (version === "0.3") return state === "unknown" ? undefined : (state as TaskState)
+  // TASK_STATE_UNSPECIFIED means no filter; UNRECOGNIZED is what the official JS client sends when none is set.
+  if (state === "TASK_STATE_UNSPECIFIED" || state === "UNRECOGNIZED") return undefined
+  return STATE_FROM_V1.get(state)
+}
+
+const drop = <T extends object>(value: T): T => {
+  for (const key of Object.keys(value) as Array<keyof T>) if (value[key] === undefined) delete value[key]
+  return value
+}
+
+function partToV1(part: A2APart): JsonObject {
+  switch (part.kind) {
+    case "text":
+      return drop({ text: part.text, metadata: part.metadata })
+    case "data":
+      return drop({ data: part.data, metadata: part.metadata })
+    case "file": {
+      const { bytes, uri, name, mimeType } = part.file
+      return drop({ ...(bytes !== undefined ? { raw: bytes } : { url: uri }), filename: name, mediaType: mimeType, metadata: part.metadata })
+    }
+  }
+}
+
+function messageToV1(message: A2AMessage): JsonObject {
+  const { kind: _kind, role, parts, ...rest } = message
+  return drop({ ...rest, role: role === "user" ? "ROLE_USER" : "ROLE_AGENT", parts: parts.map(partToV1) })
+}
+
+function artifactToV1(artifact: A2AArtifact, index: number): JsonObject {
+  // 1.0 requires an artifactId; Tasks saved without one get a stable positional id.
+  return drop({ ...artifact, artifactId: artifact.artifactId ?? `artifact-${index}`, parts: artifact.parts.map(partToV1) })
+}
+
+function statusToV1(status: A2ATaskStatus): JsonObject {
+  return drop({ state: STATE_TO_V1[status.state] ?? "TASK_STATE_UNSPECIFIED", message: status.message && messageToV1(status.message), timestamp: status.timestamp })
+}
+
+function taskToV1(task: A2ATask): JsonObject {
+  const { kind: _kind, status, history, artifacts, ...rest } = task
+  return drop({ ...rest, status: statusToV1(status), artifacts: artifacts?.map(artifactToV1), history: history?.map(messageToV1) })
+}
+
+const task03 = (task: A2ATask): A2ATask => ({ ...task, kind: "task" })
+
+/** How one wire version writes what the server answers. */
+export interface WireCodec {
+  readonly version: WireVersion
+  /** GetTask, CancelTask and ListTasks entries. */
+  task(task: A2ATask): unknown
+  /** SendMessage's result. */
+  sendResult(task: A2ATask): unknown
+  /** A stream event; `final` marks the last one (0.3 writes it, 1.0 just closes the stream). */
+  streamEvent(event: TaskEvent | { type: "task"; task: A2ATask }, final: boolean): unknown
+  /** A JSON-RPC error object in this version's form. */
+  error(error: A2AError): { code: number; message: string; data?: unknown }
+}
+
+const codec03: WireCodec = {
+  version: "0.3",
+  task: task03,
+  sendResult: task03,
+  streamEvent(event, final) {
+    const { task } = event
+    if (event.type === "task") return task03(task)
+    if (event.type === "artifact") return { kind: "artifact-update", taskId: task.id, contextId: task.contextId, artifact: event.artifact, lastChunk: true }
+    return { kind: "status-update", taskId: task.id, contextId: task.contextId, status: task.status, final }
+  },
+  error: (error) => error.toJSON(),
+}
+
+const ERROR_REASONS: Record<number, string> = {
+  [ErrorCode.TaskNotFound]: "TASK_NOT_FOUND",
+  [ErrorCode.TaskNotCancelable]: "TASK_NOT_CANCELABLE",
+  [ErrorCode.PushNotificationNotSupported]: "PUSH_NOTIFICATION_NOT_SUPPORTED",
+  [ErrorCode.UnsupportedOperation]: "UNSUPPORTED_OPERATION",
+  [ErrorCode.ContentTypeNotSupported]: "CONTENT_TYPE_NOT_SUPPORTED",
+  [ErrorCode.VersionNotSupported]: "VERSION_NOT_SUPPORTED",
+  [ErrorCode.InvalidParams]: "INVALID_PARAMS",
+  [ErrorCode.InvalidRequest]: "INVALID_REQUEST",
+  [ErrorCode.MethodNotFound]: "METHOD_NOT_FOUND",
+  [ErrorCode.ParseError]: "PARSE_ERROR",
+  [ErrorCode.InternalError]: "INTERNAL_ERROR",
+}
+
+const codec10: WireCodec = {
+  version: "1.0",
+  task: taskToV1,
+  sendResult: (task) => ({ task: taskToV1(task) }),
+  streamEvent(event) {
+    const { task } = event
+    if (event.type === "task") return { task: taskToV1(task) }
+    if (event.type === "artifact") {
+      const index = Math.max(task.artifacts?.indexOf(event.artifact) ?? 0, 0)
+      return { artifactUpdate: { taskId: task.id, contextId: task.contextId, artifact: artifactToV1(event.artifact, index), lastChunk: true } }
+    }
+    return { statusUpdate: { taskId: task.id, contextId: task.contextId, status: statusToV1(task.status) } }
+  },
+  // 1.0 carries error details as a list of google.rpc ErrorInfo objects.
+  error(error) {
+    const metadata = error.data && typeof error.data === "object" ? stringValues(error.data as JsonObject) : undefined
+    return {
+      code: error.code,
+      message: error.message,
+      data: [drop({ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: ERROR_REASONS[error.code] ?? "UNKNOWN", domain: "a2a-protocol.org", metadata })],
+    }
+  },
+}
+
+/** ErrorInfo metadata is a map of strings. */
+function stringValues(data: JsonObject): Record<string, string> {
+  return Object.fromEntries(Object.entries(data).map(([key, value]) => [key, typeof value === "string" ? value : JSON.stringify(value)]))
+}
+
+export function codecFor(version: WireVersion): WireCodec {
+  return version === "1.0" ? codec10 : codec03
+}
+
+/** A 1.0 part as the stored (0.3) part. The params schema has already checked its shape. */
+function partFromV1(part: JsonObject): A2APart {
+  const extra = part.metadata ? { metadata: part.metadata as JsonObject } : {}
+  if (typeof part.text === "string") return { kind: "text", text: part.text, ...extra }
+  if (part.data !== undefined) {
+    // 0.3 data parts hold objects; 1.0 allows any JSON value, kept under "value".
+    const data = part.data !== null && typeof part.data === "object" && !Array.isArray(part.data) ? (part.data as JsonObject) : { value: part.data }
+    return { kind: "data", data, ...extra }
+  }
+  const file = drop({ name: part.filename as string | undefined, mimeType: part.mediaType as string | undefined })
+  return { kind: "file", file: part.raw !== undefined ? { ...file, bytes: part.raw as string } : { ...file, uri: part.url as string }, ...extra }
+}
+
+/** An incoming message, 0.3 or 1.0 shaped, in the stored form. */
+export function messageFromWire(message: WireMessage): IncomingMessage {
+  const { role, parts, ...rest } = message
+  return {
+    ...rest,
+    kind: "message",
+    role: role === "agent" || role === "ROLE_AGENT" ? "agent" : "user",
+    parts: parts.map((part) => ("kind" in part ? (part as A2APart) : partFromV1(part))),
+  }
+}
