@@ -45,7 +45,7 @@ const STATE_FROM_V1 = new Map(Object.entries(STATE_TO_V1).map(([stored, wire]) =
 
 /** The stored state a wire state names, or undefined for "no filter" values. */
 export function stateFromWire(version: WireVersion, state: string): TaskState | undefined {
-  if (version === "0.3") return state === "unknown" ? undefined : (state as TaskState)
+  if (version === "0.3") return state !== "unknown" && Object.hasOwn(STATE_TO_V1, state) ? (state as TaskState) : undefined
   // TASK_STATE_UNSPECIFIED means no filter; UNRECOGNIZED is what the official JS client sends when none is set.
   if (state === "TASK_STATE_UNSPECIFIED" || state === "UNRECOGNIZED") return undefined
   return STATE_FROM_V1.get(state)
