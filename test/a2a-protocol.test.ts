@@ -191,3 +191,32 @@ t.test("a slow reader gets every byte of a large stream (backpressure)", async (
   t.same(events.map((e) => Object.keys(e)[0]), ["task", "statusUpdate", "artifactUpdate", "statusUpdate"])
   t.equal(events[2].artifactUpdate.artifact.parts[0].text.length, big.length, "the large artifact arrived whole")
 })
+
+t.test("1.0 parts are stored in the 0.3 form and written back in the form asked for", async (t) => {
+  const prompts: string[] = []
+  const { call, store } = setup(({ messages }) => (prompts.push(String(messages.at(-1)?.content)), "ok"))
+  const parts = [
+    { text: "hi", metadata: { lang: "en" } },
+    { data: { a: 1 } },
+    { data: 5 },
+    { url: "https://files.test/y.png", mediaType: "image/png", filename: "y.png" },
+    { raw: "YWJj", mediaType: "text/plain" },
+  ]
+  const sent = await call(rpc("SendMessage", { message: { messageId: "p", role: "ROLE_USER", parts } }, 1), "1.0")
+  const id = sent.result.task.id
+  const stored = (await store.get(id))!.history![0]
+  t.same(stored.parts, [
+    { kind: "text", text: "hi", metadata: { lang: "en" } },
+    { kind: "data", data: { a: 1 } },
+    { kind: "data", data: { value: 5 } },
+    { kind: "file", file: { name: "y.png", mimeType: "image/png", uri: "https://files.test/y.png" } },
+    { kind: "file", file: { mimeType: "text/plain", bytes: "YWJj" } },
+  ])
+  t.equal(stored.role, "user")
+  t.equal(prompts[0], 'hi\n{"a":1}\n{"value":5}\n[file y.png (image/png) at https://files.test/y.png]\n[file  (text/plain), inline]', "every part reaches the model as text")
+  const v1 = await call(rpc("GetTask", { id }), "1.0")
+  t.same(v1.result.history[0].parts, [parts[0], parts[1], { data: { value: 5 } }, parts[3], parts[4]])
+  const v03 = await call(rpc("GetTask", { id }))
+  t.same(v03.result.history[0].parts, stored.parts)
+  t.equal(v03.result.history[0].role, "user")
+})
