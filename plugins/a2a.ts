@@ -1,14 +1,21 @@
-import type { FastifyError, FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify"
+import rateLimit from "@fastify/rate-limit"
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify"
 import fp from "fastify-plugin"
+import { Authenticator, securityCardFields, type AuthSettings } from "../lib/a2a/auth.js"
 import { buildAgentCard, checkCardOptions, type CardOptions } from "../lib/a2a/card.js"
 import { A2AError, ErrorCode } from "../lib/a2a/errors.js"
 import { TaskEvents } from "../lib/a2a/events.js"
-import { JsonRpcDispatcher, type JsonRpcResponse } from "../lib/a2a/jsonrpc.js"
+import { JsonRpcDispatcher } from "../lib/a2a/jsonrpc.js"
+import { recoverInterrupted } from "../lib/a2a/recovery.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
+import { negotiateVersion } from "../lib/a2a/wire.js"
+import { errorFields } from "../lib/log.js"
 import type { Client } from "../lib/client.js"
 import { resolveStore, type StoreSelector } from "../lib/stores/resolve.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import type { Toolkit } from "../lib/toolkit.js"
+import { answerHttpError, sendRefusal } from "./http-errors.js"
+import { writeEvents } from "./sse.js"
 
 export interface ToolnexusA2AOptions extends CardOptions {
   /** Runs each task: `createClient(...)`, `createLocalClient(...)` or any object with `run(prompt, opts)`. */
@@ -25,6 +32,20 @@ export interface ToolnexusA2AOptions extends CardOptions {
   bodyLimit?: number
   /** On close, how long running tasks may go on before they are aborted and marked failed (default 10000 ms). */
   shutdownGraceMs?: number
+  /**
+   * Authentication: `{ tokens: { "<secret>": "<principal>" } }` (sent as `Authorization: Bearer` or
+   * `x-api-key`) and/or `verify(request)` returning a principal. Each principal sees only its own
+   * Tasks. Omitted: no authentication, every peer sees every Task.
+   */
+  auth?: AuthSettings<FastifyRequest>
+  /** Tasks run at once; more wait, still `submitted` (default 32). */
+  maxRunningTasks?: number
+  /** Tasks that may wait for a slot; beyond it a new task is refused (default 1000). */
+  maxQueuedTasks?: number
+  /** Requests per client address per time window on the JSON-RPC route, through @fastify/rate-limit; off when omitted. */
+  rateLimit?: { max: number; timeWindow: number | string }
+  /** At start, fail the Tasks left submitted or working by a server on this host that died (default true; needs a store with list). */
+  recoverInterrupted?: boolean
 }
 
 declare module "fastify" {
@@ -56,10 +77,28 @@ const plugin: FastifyPluginAsync<ToolnexusA2AOptions> = async function toolnexus
   }
   // A store the plugin built from a selector is the plugin's to close; a host's object stays the host's.
   const ownsStore = typeof opts.store !== "object"
+  const auth = opts.auth && new Authenticator(opts.auth)
   const events = new TaskEvents()
-  const runner = new TaskRunner({ store, client: opts.client, toolkit: opts.toolkit, log: fastify.log, events })
+  const runner = new TaskRunner({
+    store,
+    client: opts.client,
+    toolkit: opts.toolkit,
+    log: fastify.log,
+    events,
+    maxRunning: opts.maxRunningTasks,
+    maxQueued: opts.maxQueuedTasks,
+  })
   const dispatcher = new JsonRpcDispatcher({ store, runner, events })
   fastify.decorate("taskStore", store)
+  if (opts.recoverInterrupted !== false) {
+    fastify.addHook("onReady", async () => {
+      try {
+        await recoverInterrupted({ store, self: runner.self, log: fastify.log })
+      } catch (err) {
+        fastify.log.error(errorFields(err), "could not look for tasks interrupted by a stopped server")
+      }
+    })
+  }
   // preClose, so blocking requests waiting on a task end before the server waits on them.
   fastify.addHook("preClose", async () => runner.stop(opts.shutdownGraceMs ?? 10_000))
   fastify.addHook("onClose", async () => {
@@ -71,12 +110,41 @@ const plugin: FastifyPluginAsync<ToolnexusA2AOptions> = async function toolnexus
       routes.removeAllContentTypeParsers()
       routes.addContentTypeParser(JSON_TYPES, { parseAs: "string" }, routes.getDefaultJsonParser("error", "error"))
       routes.setErrorHandler(answerHttpError)
+      if (opts.rateLimit) {
+        await routes.register(rateLimit, {
+          ...opts.rateLimit,
+          errorResponseBuilder: (_request, context) => {
+            const error = new A2AError(ErrorCode.InvalidRequest, `Too many requests: at most ${context.max} per ${context.after}; retry later`)
+            return Object.assign(error, { statusCode: context.statusCode })
+          },
+        })
+      }
+      const principals = new WeakMap<FastifyRequest, string>()
+      const authenticate = async (request: FastifyRequest, reply: FastifyReply) => {
+        if (!auth) return
+        let principal: string | undefined
+        try {
+          principal = await auth.principalOf(request, request.headers)
+        } catch (err) {
+          request.log.error(errorFields(err), "opts.auth.verify threw")
+        }
+        if (principal === undefined) {
+          reply.header("www-authenticate", 'Bearer realm="a2a"')
+          return sendRefusal(request, reply, 401, new A2AError(ErrorCode.InvalidRequest, "Unauthorized: send Authorization: Bearer <token> or x-api-key: <key>"))
+        }
+        principals.set(request, principal)
+      }
 
-      routes.post("/", { bodyLimit: opts.bodyLimit ?? 1024 * 1024 }, async (request, reply) => {
+      routes.post("/", { bodyLimit: opts.bodyLimit ?? 1024 * 1024, onRequest: authenticate }, async (request, reply) => {
         const started = performance.now()
         const peerGone = new AbortController()
         reply.raw.once("close", () => peerGone.abort())
-        const outcome = await dispatcher.dispatch(request.body, { log: request.log, version: request.headers["a2a-version"], signal: peerGone.signal })
+        const outcome = await dispatcher.dispatch(request.body, {
+          log: request.log,
+          version: request.headers["a2a-version"],
+          signal: peerGone.signal,
+          principal: principals.get(request),
+        })
         const logLine = () =>
           request.log.info(
             {
@@ -100,67 +168,22 @@ const plugin: FastifyPluginAsync<ToolnexusA2AOptions> = async function toolnexus
         return reply.type("application/json").send(outcome.response)
       })
 
-      routes.get("/.well-known/agent-card.json", async (request) => {
-        return buildAgentCard(opts, opts.url ?? endpointUrl(request, opts.prefix))
+      // The card is public; its security fields take the form of the version asked for.
+      routes.get("/.well-known/agent-card.json", async (request, reply) => {
+        const card = buildAgentCard(opts, opts.url ?? endpointUrl(request, opts.prefix))
+        reply.header("vary", "A2A-Version")
+        if (!auth) return card
+        let version: "0.3" | "1.0"
+        try {
+          version = negotiateVersion(request.headers["a2a-version"])
+        } catch {
+          version = "1.0"
+        }
+        return { ...card, ...securityCardFields(version) }
       })
     },
     { prefix: opts.prefix ?? "" },
   )
-}
-
-/**
- * Writes each response as a server-sent event, waiting for the socket to
- * drain when the peer reads slowly, and ends the response when the stream
- * ends or the peer goes away.
- */
-async function writeEvents(reply: FastifyReply, stream: AsyncIterable<JsonRpcResponse>, peerGone: AbortSignal): Promise<void> {
-  const raw = reply.raw
-  raw.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" })
-  try {
-    for await (const message of stream) {
-      if (peerGone.aborted) break
-      if (!raw.write(`data: ${JSON.stringify(message)}\n\n`)) await drained(raw, peerGone)
-    }
-  } catch (err) {
-    reply.log.error({ err }, "a2a stream failed")
-  } finally {
-    if (!raw.writableEnded) raw.end()
-  }
-}
-
-function drained(raw: FastifyReply["raw"], peerGone: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      raw.off("drain", done)
-      peerGone.removeEventListener("abort", done)
-      resolve()
-    }
-    raw.once("drain", done)
-    peerGone.addEventListener("abort", done, { once: true })
-  })
-}
-
-/** HTTP-level failures as JSON-RPC error bodies: bad JSON is a -32700 with HTTP 200; size and type get their 4xx. */
-function answerHttpError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const send = (status: number, error: A2AError) => {
-    const body: JsonRpcResponse = { jsonrpc: "2.0", id: null, error: error.toJSON() }
-    request.log.info({ outcome: error.code, status }, "a2a request refused")
-    return reply.code(status).type("application/json").send(body)
-  }
-  switch (err.code) {
-    case "FST_ERR_CTP_EMPTY_JSON_BODY":
-      return send(200, new A2AError(ErrorCode.ParseError, "Parse error: the request body is empty; send a JSON-RPC request object"))
-    case "FST_ERR_CTP_INVALID_JSON_BODY":
-      return send(200, new A2AError(ErrorCode.ParseError, "Parse error: the request body is not valid JSON (or holds a __proto__ or constructor key)"))
-    case "FST_ERR_CTP_BODY_TOO_LARGE":
-      return send(413, new A2AError(ErrorCode.InvalidRequest, `Request body too large: the limit is ${request.routeOptions.bodyLimit} bytes`))
-    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
-      return send(415, new A2AError(ErrorCode.InvalidRequest, `Unsupported content type ${JSON.stringify(request.headers["content-type"] ?? "")}: send application/json`))
-  }
-  const status = err.statusCode ?? 500
-  if (status >= 400 && status < 500) return send(status, new A2AError(ErrorCode.InvalidRequest, `Invalid request: ${err.message}`))
-  request.log.error({ err }, "a2a route failed")
-  return send(200, new A2AError(ErrorCode.InternalError, "Internal error: the server could not complete the request; its log has the details"))
 }
 
 function endpointUrl(request: FastifyRequest, prefix = ""): string {
@@ -179,6 +202,12 @@ function checkOptions(opts: ToolnexusA2AOptions): void {
   }
   if (opts.bodyLimit !== undefined && !(Number.isInteger(opts.bodyLimit) && opts.bodyLimit > 0)) {
     throw new TypeError("toolnexus: opts.bodyLimit should be a positive integer number of bytes")
+  }
+  for (const key of ["maxRunningTasks", "maxQueuedTasks"] as const) {
+    if (opts[key] !== undefined && !(Number.isInteger(opts[key]) && opts[key] > 0)) throw new TypeError(`toolnexus: opts.${key} should be a positive integer`)
+  }
+  if (opts.rateLimit !== undefined && !(Number.isInteger(opts.rateLimit?.max) && opts.rateLimit.max > 0 && opts.rateLimit.timeWindow !== undefined)) {
+    throw new TypeError('toolnexus: opts.rateLimit should be { max: <requests>, timeWindow: <ms or "1 minute"> }')
   }
   if (opts.shutdownGraceMs !== undefined && !(Number.isFinite(opts.shutdownGraceMs) && opts.shutdownGraceMs >= 0)) {
     throw new TypeError("toolnexus: opts.shutdownGraceMs should be a number of milliseconds >= 0")

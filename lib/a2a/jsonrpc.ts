@@ -1,3 +1,4 @@
+import { isVisibleTo } from "../internals.js"
 import { errorFields, type Logger } from "../log.js"
 import { InvalidPageTokenError, decodePageToken, type TaskQuery } from "../stores/list.js"
 import type { TaskStore } from "../stores/task-store.js"
@@ -27,6 +28,8 @@ export interface DispatchContext {
   version?: string | string[]
   /** Aborted when the peer goes away: a stream it was reading stops (the task goes on). */
   signal?: AbortSignal
+  /** Who is calling, when the server authenticates: each sees only its own Tasks. */
+  principal?: string
 }
 
 /** What one call did: the answer and the fields of the request log line. */
@@ -57,6 +60,7 @@ interface Call {
   log: Logger
   /** Ends the call's stream. */
   signal: AbortSignal
+  principal?: string
   taskId?: string
 }
 
@@ -134,7 +138,7 @@ export class JsonRpcDispatcher {
     const handler = this.methods.get(method)
     const ended = new AbortController()
     ctx.signal?.addEventListener("abort", () => ended.abort(), { once: true })
-    const call: Call = { id, codec, log: ctx.log, signal: ended.signal }
+    const call: Call = { id, codec, log: ctx.log, signal: ended.signal, principal: ctx.principal }
     let outcome: DispatchOutcome
     try {
       if (!handler) throw new A2AError(ErrorCode.MethodNotFound, `Method not found: ${shownMethod}. This server answers ${this.methodNames.join(", ")}`)
@@ -161,7 +165,7 @@ export class JsonRpcDispatcher {
     let started: StartedTask
     if (message.taskId !== undefined) {
       call.taskId = message.taskId
-      const existing = await this.read(message.taskId)
+      const existing = await this.read(message.taskId, call)
       if (message.contextId !== undefined && existing.contextId !== undefined && message.contextId !== existing.contextId) {
         throw A2AError.invalidParams("params.message.contextId", `does not match task ${truncate(existing.id)}'s context ${truncate(existing.contextId)}`)
       }
@@ -171,9 +175,9 @@ export class JsonRpcDispatcher {
           `Task ${truncate(existing.id)} is ${existing.status.state} and takes no further messages; send a message without taskId to start a new task`,
         )
       }
-      started = await this.opts.runner.resume(existing, message, streaming)
+      started = await this.opts.runner.resume(existing, message, { principal: call.principal, watch: streaming })
     } else {
-      started = await this.opts.runner.start(message, streaming)
+      started = await this.opts.runner.start(message, { principal: call.principal, watch: streaming })
     }
     call.taskId = started.task.id
     if (streaming) return { stream: taskStream(started.task, closedOnAbort(started.events!, call.signal), call.codec) }
@@ -188,14 +192,14 @@ export class JsonRpcDispatcher {
   private async getTask(raw: unknown, call: Call): Promise<Answer> {
     const params = parseTaskIdParams(raw)
     call.taskId = params.id
-    return { result: call.codec.task(withHistoryLength(await this.read(params.id), params.historyLength)) }
+    return { result: call.codec.task(withHistoryLength(await this.read(params.id, call), params.historyLength)) }
   }
 
   private async listTasks(raw: unknown, call: Call): Promise<Answer> {
     const { store } = this.opts
     if (!store.list) throw new A2AError(ErrorCode.UnsupportedOperation, "ListTasks is not supported: this agent's task store cannot list tasks")
     const params = parseListTasksParams(raw)
-    const query: TaskQuery = { contextId: params.contextId, pageSize: params.pageSize, includeArtifacts: params.includeArtifacts }
+    const query: TaskQuery = { principal: call.principal, contextId: params.contextId, pageSize: params.pageSize, includeArtifacts: params.includeArtifacts }
     if (params.status !== undefined) {
       const state = stateFromWire(call.codec.version, params.status)
       if (state === undefined && !isNoFilter(call.codec.version, params.status)) {
@@ -231,6 +235,7 @@ export class JsonRpcDispatcher {
   private async cancelTask(raw: unknown, call: Call): Promise<Answer> {
     const params = parseTaskIdParams(raw)
     call.taskId = params.id
+    await this.read(params.id, call) // another principal's task is "not found"
     return { result: call.codec.task(await this.opts.runner.cancel(params.id)) }
   }
 
@@ -240,7 +245,7 @@ export class JsonRpcDispatcher {
     // Subscribe before reading, so no event falls between the snapshot and the stream.
     const events = closedOnAbort(eventQueue(this.opts.events, params.id), call.signal)
     try {
-      const task = await this.read(params.id)
+      const task = await this.read(params.id, call)
       if (isTerminal(task.status.state)) {
         throw new A2AError(ErrorCode.UnsupportedOperation, `Task ${truncate(task.id)} is already ${task.status.state}; read it with GetTask`)
       }
@@ -253,9 +258,10 @@ export class JsonRpcDispatcher {
     }
   }
 
-  private async read(id: string): Promise<A2ATask> {
+  /** The Task, if it exists and the caller may see it; "not found" otherwise, so ids of others' Tasks reveal nothing. */
+  private async read(id: string, call: Call): Promise<A2ATask> {
     const task = await this.opts.store.get(id)
-    if (task === undefined) throw A2AError.taskNotFound(id)
+    if (task === undefined || !isVisibleTo(task, call.principal)) throw A2AError.taskNotFound(id)
     return task
   }
 

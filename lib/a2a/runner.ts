@@ -7,6 +7,7 @@ import type { A2AArtifact, A2AMessage, A2APart, A2ATask, TaskState } from "../ty
 import { TERMINAL_STATES } from "../types.js"
 import { A2AError, ErrorCode, truncate } from "./errors.js"
 import { eventQueue, type TaskEvent, type TaskEvents } from "./events.js"
+import { currentRunner, internalsOf, withInternals, type RunnerId } from "../internals.js"
 
 /** An incoming message before the runner gives it ids. */
 export type IncomingMessage = Omit<A2AMessage, "messageId"> & { messageId?: string }
@@ -19,6 +20,20 @@ export interface TaskRunnerOptions {
   events: TaskEvents
   /** How many earlier messages of the same context reach the model (default 50). */
   contextMessages?: number
+  /** Tasks run at once; more wait in a queue, still `submitted` (default 32). */
+  maxRunning?: number
+  /** Tasks that may wait; beyond it a new task is refused (default 1000). */
+  maxQueued?: number
+  /** This process, written on the Tasks it runs (default: this host, pid and a new instance id). */
+  self?: RunnerId
+}
+
+/** Who asked for a task, and whether they want its events. */
+export interface StartOptions {
+  /** The authenticated principal; the Task is visible only to it. */
+  principal?: string
+  /** Subscribe to the task's events before it starts (for streams). */
+  watch?: boolean
 }
 
 /** A started or resumed task: the Task as first saved, and what it settles into. */
@@ -30,13 +45,17 @@ export interface StartedTask {
   events?: AsyncIterableIterator<TaskEvent> & { close(): void }
 }
 
-/** One run of a task in this process. */
+/** One run of a task in this process, queued or going. */
 interface Running {
   task: A2ATask
   controller: AbortController
   /** Set once the run's last state is being written: nothing is saved after it. */
   finished: boolean
+  /** Set when the run got a slot and its work began. */
+  started: boolean
+  lookUpContext: boolean
   settled: Promise<A2ATask>
+  settle: () => void
 }
 
 const now = () => new Date().toISOString()
@@ -58,39 +77,57 @@ export function isTerminal(state: TaskState): boolean {
  * failing model or store is logged and never escapes.
  */
 export class TaskRunner {
+  /** Every task of this process not yet settled: going, or waiting for a slot. */
   private readonly running = new Map<string, Running>()
+  private readonly queue: Running[] = []
+  private going = 0
   private accepting = true
+  readonly self: RunnerId
+  private readonly maxRunning: number
+  private readonly maxQueued: number
 
-  constructor(private readonly opts: TaskRunnerOptions) {}
+  constructor(private readonly opts: TaskRunnerOptions) {
+    this.self = opts.self ?? currentRunner()
+    this.maxRunning = opts.maxRunning ?? 32
+    this.maxQueued = opts.maxQueued ?? 1000
+  }
 
-  /** How many tasks this process is fulfilling now. */
+  /** How many tasks this process holds now, going or queued. */
   get activeCount(): number {
     return this.running.size
   }
 
+  /** How many tasks wait for a slot. */
+  get queuedCount(): number {
+    return this.queue.length
+  }
+
+  /** True while this process holds the task (going or queued): its events are published here. */
   isRunning(id: string): boolean {
     return this.running.has(id)
   }
 
-  /** Saves a new `submitted` Task for the message and starts fulfilling it. */
-  async start(incoming: IncomingMessage, watch = false): Promise<StartedTask> {
-    this.assertAccepting()
+  /** Saves a new `submitted` Task for the message and starts fulfilling it (or queues it). */
+  async start(incoming: IncomingMessage, opts: StartOptions = {}): Promise<StartedTask> {
+    this.assertCanTake()
     const id = randomUUID()
     const contextId = incoming.contextId ?? randomUUID()
     const message = this.stamp(incoming, id, contextId)
-    const task: A2ATask = { id, contextId, kind: "task", status: { state: "submitted", timestamp: now() }, history: [message] }
+    const fresh: A2ATask = { id, contextId, kind: "task", status: { state: "submitted", timestamp: now() }, history: [message] }
+    const task = withInternals(fresh, { principal: opts.principal, runner: this.self })
     await this.opts.store.save(task)
     this.logTransition(task)
     // A new context has no earlier turns to look up.
-    return this.launch(task, watch, incoming.contextId !== undefined)
+    return this.launch(task, opts.watch ?? false, incoming.contextId !== undefined)
   }
 
   /** Continues an `input-required` Task with the peer's answer. */
-  async resume(task: A2ATask, incoming: IncomingMessage, watch = false): Promise<StartedTask> {
-    this.assertAccepting()
+  async resume(task: A2ATask, incoming: IncomingMessage, opts: StartOptions = {}): Promise<StartedTask> {
+    this.assertCanTake()
     if (this.running.has(task.id)) throw new A2AError(ErrorCode.UnsupportedOperation, `Task ${truncate(task.id)} is already running`)
     const message = this.stamp(incoming, task.id, task.contextId)
-    return this.launch({ ...task, history: [...(task.history ?? []), message] }, watch, true)
+    const resumed = withInternals({ ...task, history: [...(task.history ?? []), message] }, { ...internalsOf(task), runner: this.self })
+    return this.launch(resumed, opts.watch ?? false, true)
   }
 
   /**
@@ -102,6 +139,10 @@ export class TaskRunner {
     if (record && !record.finished) {
       record.controller.abort(new Error("the task was canceled"))
       await this.finish(record, "canceled", "Canceled at the peer's request")
+      if (!record.started) {
+        this.queue.splice(this.queue.indexOf(record), 1)
+        record.settle()
+      }
       return record.task
     }
     const task = record?.task ?? (await this.opts.store.get(id))
@@ -123,13 +164,26 @@ export class TaskRunner {
   async stop(graceMs: number): Promise<void> {
     this.accepting = false
     if (await this.allSettledWithin(graceMs)) return
+    for (const record of this.queue.splice(0)) {
+      await this.finish(record, "failed", "Interrupted: the server stopped before the task started")
+      record.settle()
+    }
     for (const record of this.running.values()) record.controller.abort(new Error("the server stopped before the task finished"))
     if (await this.allSettledWithin(1000)) return
-    await Promise.all([...this.running.values()].map((record) => this.finish(record, "failed", "Interrupted: the server stopped before the task finished")))
+    // Their work ignored the abort: record them failed and release whoever waits on them.
+    await Promise.all(
+      [...this.running.values()].map(async (record) => {
+        await this.finish(record, "failed", "Interrupted: the server stopped before the task finished")
+        record.settle()
+      }),
+    )
   }
 
-  private assertAccepting(): void {
+  private assertCanTake(): void {
     if (!this.accepting) throw new A2AError(ErrorCode.InternalError, "The server is shutting down and takes no new tasks; retry in a moment")
+    if (this.queue.length >= this.maxQueued) {
+      throw new A2AError(ErrorCode.InternalError, `The agent is at capacity (${this.going} tasks running, ${this.queue.length} waiting); retry later`, { retryable: true })
+    }
   }
 
   private stamp(incoming: IncomingMessage, taskId: string, contextId: string | undefined): A2AMessage {
@@ -143,17 +197,42 @@ export class TaskRunner {
       task,
       controller: new AbortController(),
       finished: false,
+      started: false,
+      lookUpContext,
       settled: new Promise((resolve) => (resolveSettled = resolve)),
+      settle: () => {
+        if (this.running.get(task.id) === record) this.running.delete(task.id)
+        resolveSettled(record.task)
+      },
     }
     this.running.set(task.id, record)
-    void this.fulfil(record, lookUpContext).then(() => {
-      this.running.delete(task.id)
-      resolveSettled(record.task)
-    })
+    if (this.going < this.maxRunning) this.begin(record)
+    else this.queue.push(record)
     return { task, settled: record.settled, events }
   }
 
-  private async fulfil(record: Running, lookUpContext: boolean): Promise<void> {
+  /** Runs a task in a free slot; when it ends, the next queued task takes the slot. */
+  private begin(record: Running): void {
+    record.started = true
+    this.going++
+    void this.fulfil(record).then(() => {
+      this.going--
+      record.settle()
+      this.next()
+    })
+  }
+
+  private next(): void {
+    while (this.going < this.maxRunning && this.queue.length > 0) {
+      const record = this.queue.shift()!
+      // Canceled while it waited: already saved, nothing to run.
+      if (record.finished) record.settle()
+      else this.begin(record)
+    }
+  }
+
+  private async fulfil(record: Running): Promise<void> {
+    const lookUpContext = record.lookUpContext
     const { client, toolkit } = this.opts
     try {
       await this.transition(record, { ...record.task, status: { state: "working", timestamp: now() } })

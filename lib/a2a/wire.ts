@@ -1,3 +1,4 @@
+import { publicTask } from "../internals.js"
 import type { A2AArtifact, A2AMessage, A2APart, A2ATask, A2ATaskStatus, JsonObject, TaskState } from "../types.js"
 import { A2AError, ErrorCode } from "./errors.js"
 import type { TaskEvent } from "./events.js"
@@ -84,11 +85,11 @@ function statusToV1(status: A2ATaskStatus): JsonObject {
 }
 
 function taskToV1(task: A2ATask): JsonObject {
-  const { kind: _kind, status, history, artifacts, ...rest } = task
+  const { kind: _kind, status, history, artifacts, ...rest } = publicTask(task)
   return drop({ ...rest, status: statusToV1(status), artifacts: artifacts?.map(artifactToV1), history: history?.map(messageToV1) })
 }
 
-const task03 = (task: A2ATask): A2ATask => ({ ...task, kind: "task" })
+const task03 = (task: A2ATask): A2ATask => ({ ...publicTask(task), kind: "task" })
 
 /** How one wire version writes what the server answers. */
 export interface WireCodec {

@@ -1,7 +1,10 @@
+import { isVisibleTo } from "../internals.js"
 import type { A2ATask, TaskState } from "../types.js"
 
 /** What ListTasks asks a store for, in the stored form's terms. */
 export interface TaskQuery {
+  /** Only Tasks this principal may see (its own, and Tasks created without authentication). */
+  principal?: string
   contextId?: string
   status?: TaskState
   /** Only Tasks whose status changed at or after this ISO-8601 time. */
@@ -66,6 +69,7 @@ const keyOf = (task: A2ATask): Cursor => ({ t: task.status.timestamp ?? "", id: 
 
 /** True when a Task matches the query's filters (not its paging). */
 export function matchesQuery(task: A2ATask, query: TaskQuery): boolean {
+  if (!isVisibleTo(task, query.principal)) return false
   if (query.contextId !== undefined && task.contextId !== query.contextId) return false
   if (query.status !== undefined && task.status.state !== query.status) return false
   if (query.statusTimestampAfter !== undefined && (task.status.timestamp ?? "") < query.statusTimestampAfter) return false

@@ -1,34 +1,86 @@
 import type { A2ATask } from "../types.js"
+import { TERMINAL_STATES } from "../types.js"
 import { pageOfTasks, type TaskPage, type TaskQuery } from "./list.js"
 import type { TaskStore } from "./task-store.js"
+
+export interface InMemoryTaskStoreOptions {
+  /** Most Tasks held; past it the oldest finished ones are dropped (default 100000). Unfinished Tasks are never dropped. */
+  maxTasks?: number
+  /** Finished Tasks are dropped this long after they finished (default: kept until maxTasks pushes them out). */
+  terminalTtlMs?: number
+}
 
 /**
  * Tasks in a Map, for the life of the process. Every save and get copies,
  * so a caller mutating a Task it handed in or got back never changes what
- * is stored.
+ * is stored. Bounded: finished Tasks make room for new ones.
  */
 export class InMemoryTaskStore implements TaskStore {
+  /** In save order: the first entries are the longest untouched. */
   private readonly tasks = new Map<string, A2ATask>()
+  /** Finished Tasks and when they expire, in finishing order. */
+  private readonly expiries = new Map<string, number>()
+  private readonly maxTasks: number
+  private readonly terminalTtlMs: number | undefined
+
+  constructor(opts: InMemoryTaskStoreOptions = {}) {
+    if (opts.maxTasks !== undefined && !(Number.isInteger(opts.maxTasks) && opts.maxTasks > 0)) {
+      throw new TypeError("InMemoryTaskStore: opts.maxTasks should be a positive integer")
+    }
+    if (opts.terminalTtlMs !== undefined && !(Number.isFinite(opts.terminalTtlMs) && opts.terminalTtlMs >= 0)) {
+      throw new TypeError("InMemoryTaskStore: opts.terminalTtlMs should be a number of milliseconds >= 0")
+    }
+    this.maxTasks = opts.maxTasks ?? 100_000
+    this.terminalTtlMs = opts.terminalTtlMs
+  }
 
   async get(id: string): Promise<A2ATask | undefined> {
+    this.dropExpired()
     const task = this.tasks.get(id)
     return task === undefined ? undefined : structuredClone(task)
   }
 
   async save(task: A2ATask): Promise<void> {
-    this.tasks.set(task.id, structuredClone(task))
+    const copy = structuredClone(task)
+    this.tasks.delete(task.id)
+    this.tasks.set(task.id, copy)
+    this.expiries.delete(task.id)
+    if (TERMINAL_STATES.has(copy.status.state)) this.expiries.set(task.id, Date.now() + (this.terminalTtlMs ?? Infinity))
+    this.dropExpired()
+    this.makeRoom()
   }
 
   async list(query: TaskQuery): Promise<TaskPage> {
+    this.dropExpired()
     return structuredClone(pageOfTasks(this.tasks.values(), query))
   }
 
   async delete(id: string): Promise<void> {
     this.tasks.delete(id)
+    this.expiries.delete(id)
   }
 
   /** How many Tasks are held. */
   get size(): number {
     return this.tasks.size
+  }
+
+  private dropExpired(): void {
+    if (this.terminalTtlMs === undefined) return
+    const now = Date.now()
+    for (const [id, expiresAt] of this.expiries) {
+      if (expiresAt > now) break
+      this.expiries.delete(id)
+      this.tasks.delete(id)
+    }
+  }
+
+  /** Past the bound, drops finished Tasks, those finished longest ago first. */
+  private makeRoom(): void {
+    for (const id of this.expiries.keys()) {
+      if (this.tasks.size <= this.maxTasks) return
+      this.expiries.delete(id)
+      this.tasks.delete(id)
+    }
   }
 }

@@ -1,0 +1,79 @@
+import { randomUUID } from "node:crypto"
+import { internalsOf, type RunnerId } from "../internals.js"
+import { errorFields, type Logger } from "../log.js"
+import type { TaskStore } from "../stores/task-store.js"
+import type { A2ATask, TaskState } from "../types.js"
+
+/** Says whether the process that wrote `runner` may still be running the task. */
+export type LivenessCheck = (runner: RunnerId, self: RunnerId) => boolean
+
+/**
+ * The default check, for processes sharing one host (a rolling redeploy on
+ * one machine, one directory): alive when its pid is. A process on another
+ * host cannot be checked from here and counts as alive; a store shared
+ * across hosts needs leases instead.
+ */
+export const sameHostLiveness: LivenessCheck = (runner, self) => {
+  if (runner.instance === self.instance) return true
+  if (runner.host !== self.host) return true
+  // Our own pid under another instance id is an earlier life of this process (a restarted container).
+  if (runner.pid === self.pid) return false
+  return isPidAlive(runner.pid)
+}
+
+function isPidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    // EPERM: it exists but belongs to someone else.
+    return (err as NodeJS.ErrnoException).code === "EPERM"
+  }
+}
+
+const UNFINISHED: TaskState[] = ["submitted", "working"]
+
+/**
+ * Fails the Tasks left `submitted` or `working` by a process that died, so a
+ * peer polling them learns they will not finish. Needs a store with `list`;
+ * Tasks whose process may be alive are left alone. Returns the ids failed.
+ */
+export async function recoverInterrupted(opts: { store: TaskStore; self: RunnerId; log: Logger; isAlive?: LivenessCheck }): Promise<string[]> {
+  const { store, self, log } = opts
+  const isAlive = opts.isAlive ?? sameHostLiveness
+  if (!store.list) return []
+  const failed: string[] = []
+  for (const state of UNFINISHED) {
+    const orphans: A2ATask[] = []
+    let pageToken: string | undefined
+    do {
+      const page = await store.list({ status: state, pageSize: 100, pageToken, includeArtifacts: true })
+      for (const task of page.tasks) {
+        const runner = internalsOf(task).runner
+        if (runner !== undefined && !isAlive(runner, self)) orphans.push(task)
+      }
+      pageToken = page.nextPageToken || undefined
+    } while (pageToken)
+    // Saved after the listing, so the pages do not shift under the cursor.
+    for (const task of orphans) {
+      const runner = internalsOf(task).runner!
+      const text = `Interrupted: the server running this task (pid ${runner.pid}) stopped before it finished; send the message again`
+      const recovered: A2ATask = {
+        ...task,
+        status: {
+          state: "failed",
+          timestamp: new Date().toISOString(),
+          message: { kind: "message", messageId: randomUUID(), role: "agent", parts: [{ kind: "text", text }], taskId: task.id, contextId: task.contextId },
+        },
+      }
+      try {
+        await store.save(recovered)
+        failed.push(task.id)
+        log.warn({ taskId: task.id, state: "failed", previousState: state, deadPid: runner.pid }, "recovered a task interrupted by a stopped server")
+      } catch (err) {
+        log.error({ taskId: task.id, ...errorFields(err) }, "could not mark an interrupted task failed")
+      }
+    }
+  }
+  return failed
+}

@@ -1,0 +1,58 @@
+import { hostname } from "node:os"
+import { randomUUID } from "node:crypto"
+import type { A2ATask, JsonObject } from "./types.js"
+
+/**
+ * What the server keeps about a Task for itself, under one reserved
+ * metadata key: who may see it, and which process is running it. It is
+ * stored with the Task (so it survives a restart and works for any store)
+ * and stripped at the wire, so peers never see it.
+ */
+export const INTERNALS_KEY = "toolnexus"
+
+/** The process that runs a task, to tell a live run from one whose process died. */
+export interface RunnerId {
+  host: string
+  pid: number
+  /** Unique per process start, so a restarted process reusing the pid is not mistaken for the old one. */
+  instance: string
+}
+
+export interface TaskInternals {
+  /** The principal that created the Task; only it can see the Task. Absent when the server has no authentication. */
+  principal?: string
+  /** Which process runs (or last ran) the Task. */
+  runner?: RunnerId
+}
+
+export function currentRunner(): RunnerId {
+  return { host: hostname(), pid: process.pid, instance: randomUUID() }
+}
+
+export function internalsOf(task: A2ATask): TaskInternals {
+  const value = task.metadata?.[INTERNALS_KEY]
+  return value !== null && typeof value === "object" ? (value as TaskInternals) : {}
+}
+
+export function withInternals(task: A2ATask, internals: TaskInternals): A2ATask {
+  return { ...task, metadata: { ...task.metadata, [INTERNALS_KEY]: internals as unknown as JsonObject } }
+}
+
+/** The Task as peers see it: without the server's own metadata. */
+export function publicTask(task: A2ATask): A2ATask {
+  if (task.metadata === undefined || !(INTERNALS_KEY in task.metadata)) return task
+  const { [INTERNALS_KEY]: _hidden, ...metadata } = task.metadata
+  const { metadata: _all, ...rest } = task
+  return Object.keys(metadata).length > 0 ? { ...rest, metadata } : rest
+}
+
+/**
+ * Who may see a Task: with authentication, the principal that created it
+ * (and anyone, for Tasks created without authentication); without
+ * authentication (`principal` undefined), everyone.
+ */
+export function isVisibleTo(task: A2ATask, principal: string | undefined): boolean {
+  if (principal === undefined) return true
+  const owner = internalsOf(task).principal
+  return owner === undefined || owner === principal
+}

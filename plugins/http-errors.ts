@@ -1,0 +1,33 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify"
+import { A2AError, ErrorCode } from "../lib/a2a/errors.js"
+import type { JsonRpcResponse } from "../lib/a2a/jsonrpc.js"
+
+/** Sends a JSON-RPC error body with an HTTP status, for refusals made before the dispatcher runs. */
+export function sendRefusal(request: FastifyRequest, reply: FastifyReply, status: number, error: A2AError): FastifyReply {
+  const body: JsonRpcResponse = { jsonrpc: "2.0", id: null, error: error.toJSON() }
+  request.log.info({ outcome: error.code, status }, "a2a request refused")
+  return reply.code(status).type("application/json").send(body)
+}
+
+/** HTTP-level failures as JSON-RPC error bodies: bad JSON is a -32700 with HTTP 200; size and type get their 4xx. */
+export function answerHttpError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const send = (status: number, error: A2AError) => sendRefusal(request, reply, status, error)
+  switch (err.code) {
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+      return send(200, new A2AError(ErrorCode.ParseError, "Parse error: the request body is empty; send a JSON-RPC request object"))
+    case "FST_ERR_CTP_INVALID_JSON_BODY":
+      return send(200, new A2AError(ErrorCode.ParseError, "Parse error: the request body is not valid JSON (or holds a __proto__ or constructor key)"))
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return send(413, new A2AError(ErrorCode.InvalidRequest, `Request body too large: the limit is ${request.routeOptions.bodyLimit} bytes`))
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return send(415, new A2AError(ErrorCode.InvalidRequest, `Unsupported content type ${JSON.stringify(request.headers["content-type"] ?? "")}: send application/json`))
+  }
+  const status = err.statusCode ?? 500
+  if (status >= 400 && status < 500) {
+    // Errors raised as A2AErrors (the rate limit's) already say what to do.
+    return send(status, err instanceof A2AError ? err : new A2AError(ErrorCode.InvalidRequest, `Invalid request: ${err.message}`))
+  }
+  request.log.error({ err }, "a2a route failed")
+  return send(200, new A2AError(ErrorCode.InternalError, "Internal error: the server could not complete the request; its log has the details"))
+}
+
