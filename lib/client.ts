@@ -1,6 +1,7 @@
 import type { Tool, Toolkit, ToolResult } from "./toolkit.js"
 import type { JsonObject } from "./types.js"
 import { anthropicModel } from "./models/anthropic.js"
+import { DEFAULT_RETRY } from "./models/http.js"
 import { openAIModel } from "./models/openai.js"
 import { usageFrom, type Model, type ModelToolCall, type ModelTurn } from "./models/model.js"
 
@@ -70,8 +71,18 @@ export interface ClientOptions {
   systemPrompt?: string
   /** Model calls per run before giving up; default 10. */
   maxTurns?: number
-  /** Per model request; default 60000. */
+  /** Per model request; default 60000. A request that times out is not retried. */
   timeoutMs?: number
+  /**
+   * Retries of a model request that failed with 408, 409, 429 or 5xx, or
+   * could not connect; default 3, 0 turns retrying off. Waits back off
+   * exponentially with jitter, or as long as a `Retry-After` header asks.
+   */
+  maxRetries?: number
+  /** No retry starts later than this many ms after a turn's first request; default 30000. */
+  retryDeadlineMs?: number
+  /** The first retry's backoff in ms, doubling each retry up to 16 times this; default 250. */
+  retryBaseDelayMs?: number
   /** Anthropic's max_tokens; default 4096. */
   maxTokens?: number
 }
@@ -108,6 +119,11 @@ export function createClient(opts: ClientOptions): Client {
     apiKey: opts.apiKey,
     headers: opts.headers,
     timeoutMs: opts.timeoutMs ?? 60_000,
+    retry: {
+      maxRetries: opts.maxRetries ?? DEFAULT_RETRY.maxRetries,
+      deadlineMs: opts.retryDeadlineMs ?? DEFAULT_RETRY.deadlineMs,
+      baseDelayMs: opts.retryBaseDelayMs ?? DEFAULT_RETRY.baseDelayMs,
+    },
   }
   const model = opts.style === "openai" ? openAIModel(endpoint) : anthropicModel({ ...endpoint, maxTokens: opts.maxTokens ?? 4096 })
   return loopClient(model, { systemPrompt: opts.systemPrompt, maxTurns: opts.maxTurns ?? 10 })
@@ -218,6 +234,9 @@ function checkClientOptions(opts: ClientOptions): void {
   checkOptionalPositiveInteger("createClient", "maxTurns", opts.maxTurns)
   checkOptionalPositiveInteger("createClient", "timeoutMs", opts.timeoutMs)
   checkOptionalPositiveInteger("createClient", "maxTokens", opts.maxTokens)
+  checkOptionalNonNegativeInteger("createClient", "maxRetries", opts.maxRetries)
+  checkOptionalNonNegativeInteger("createClient", "retryDeadlineMs", opts.retryDeadlineMs)
+  checkOptionalNonNegativeInteger("createClient", "retryBaseDelayMs", opts.retryBaseDelayMs)
 }
 
 function checkOptionalString(fn: string, name: string, value: unknown): void {
@@ -227,6 +246,12 @@ function checkOptionalString(fn: string, name: string, value: unknown): void {
 function checkOptionalPositiveInteger(fn: string, name: string, value: unknown): void {
   if (value !== undefined && !(Number.isInteger(value) && (value as number) > 0)) {
     throw new TypeError(`${fn}: opts.${name} should be a positive integer, got ${JSON.stringify(value)}`)
+  }
+}
+
+function checkOptionalNonNegativeInteger(fn: string, name: string, value: unknown): void {
+  if (value !== undefined && !(Number.isInteger(value) && (value as number) >= 0)) {
+    throw new TypeError(`${fn}: opts.${name} should be a non-negative integer, got ${JSON.stringify(value)}`)
   }
 }
 

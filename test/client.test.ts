@@ -21,7 +21,7 @@ interface Recorded {
 }
 
 /** A scripted answer; "hang" keeps the request open until the test ends. */
-type Scripted = { status?: number; json: unknown } | { status?: number; text: string } | "hang"
+type Scripted = ({ json: unknown } | { text: string }) & { status?: number; headers?: Record<string, string> } | "hang"
 
 const KEY = "sk-test-0123456789abcdef"
 
@@ -49,7 +49,7 @@ async function modelServer(t: Test, script: Scripted[]): Promise<{ url: string; 
 function answer(res: ServerResponse, scripted: Scripted): void {
   if (scripted === "hang") return
   const isJson = "json" in scripted
-  res.writeHead(scripted.status ?? 200, { "content-type": isJson ? "application/json" : "text/html" })
+  res.writeHead(scripted.status ?? 200, { "content-type": isJson ? "application/json" : "text/html", ...scripted.headers })
   res.end(isJson ? JSON.stringify(scripted.json) : scripted.text)
 }
 
@@ -250,15 +250,16 @@ t.test("a non-2xx answer names provider, status and the provider's message, neve
     { status: 429, json: { type: "error", error: { type: "rate_limit_error", message: "Number of requests has exceeded your rate limit" } } },
     { status: 502, text: "<html>Bad gateway</html>" },
   ])
-  const openai = createClient({ baseUrl: server.url, style: "openai", model: "m", apiKey: KEY })
+  const openai = createClient({ baseUrl: server.url, style: "openai", model: "m", apiKey: KEY, maxRetries: 0 })
   const unauthorized = await openai.run("hi").catch((err: unknown) => err)
   t.match(unauthorized, { status: 401, message: /^openai model endpoint answered 401 Unauthorized: Incorrect API key provided/ })
   t.notMatch((unauthorized as Error).message, KEY)
   t.notMatch((unauthorized as Error).stack ?? "", KEY)
 
-  const anthropic = createClient({ baseUrl: server.url, style: "anthropic", model: "m", apiKey: KEY })
+  const anthropic = createClient({ baseUrl: server.url, style: "anthropic", model: "m", apiKey: KEY, maxRetries: 0 })
   await t.rejects(anthropic.run("hi"), { status: 429, message: /^anthropic model endpoint answered 429 Too Many Requests: Number of requests has exceeded/ })
   await t.rejects(openai.run("hi"), { status: 502, message: /answered 502 Bad Gateway: <html>Bad gateway<\/html>/ })
+  t.equal(server.requests.length, 3, "maxRetries: 0 makes one request per run")
 })
 
 t.test("an answer that is not a chat completion is a clear error", async (t) => {
@@ -276,11 +277,100 @@ t.test("an answer that is not a chat completion is a clear error", async (t) => 
 
 t.test("an unreachable endpoint is named, without the key", async (t) => {
   const port = await closedPort()
-  const err = await createClient({ baseUrl: `http://127.0.0.1:${port}/v1`, style: "openai", model: "m", apiKey: KEY })
+  const err = await createClient({ baseUrl: `http://127.0.0.1:${port}/v1`, style: "openai", model: "m", apiKey: KEY, maxRetries: 0 })
     .run("hi")
     .catch((e: unknown) => e)
   t.match(err, { message: new RegExp(`Could not reach the openai model endpoint at http://127\\.0\\.0\\.1:${port}/v1/chat/completions \\(ECONNREFUSED\\)`) })
   t.notMatch((err as Error).message, KEY)
+})
+
+/** Retry tests wait 1-2 ms between attempts instead of the default 250 ms and up. */
+const FAST_RETRY = { retryBaseDelayMs: 1 } as const
+const DONE = { json: { choices: [{ message: { content: "DONE" } }] } }
+
+t.test("retries: 503 twice, then an answer", async (t) => {
+  const overloaded = { status: 503, json: { error: { message: "overloaded" } } }
+  const server = await modelServer(t, [overloaded, overloaded, DONE])
+  const result = await createClient({ baseUrl: server.url, style: "openai", model: "m", ...FAST_RETRY }).run("hi")
+
+  t.equal(result.text, "DONE")
+  t.equal(server.requests.length, 3)
+  t.same(server.requests[2].body, server.requests[0].body, "each retry sends the same request")
+})
+
+t.test("retries: 429 waits as long as Retry-After says, in seconds or as a date", async (t) => {
+  const server = await modelServer(t, [
+    { status: 429, headers: { "retry-after": "0" }, json: { error: { message: "slow down" } } },
+    { status: 429, headers: { "retry-after": new Date(Date.now() - 60_000).toUTCString() }, json: { error: { message: "slow down" } } },
+    { json: { content: [{ type: "text", text: "DONE" }] } },
+  ])
+  // A 60 s backoff would time the test out: only Retry-After can make these retries quick.
+  const client = createClient({ baseUrl: server.url, style: "anthropic", model: "m", retryBaseDelayMs: 60_000, retryDeadlineMs: 120_000 })
+  const result = await client.run("hi")
+
+  t.equal(result.text, "DONE")
+  t.equal(server.requests.length, 3)
+})
+
+t.test("retries: a persistent 500 fails naming the attempts and the status, never the key", async (t) => {
+  const broken = { status: 500, json: { error: { message: `internal error for ${KEY}` } } }
+  const server = await modelServer(t, [broken, broken, broken, DONE])
+  const client = createClient({ baseUrl: server.url, style: "openai", model: "m", apiKey: KEY, maxRetries: 2, ...FAST_RETRY })
+  const err = await client.run("hi").catch((e: unknown) => e)
+
+  t.match(err, { name: "ModelEndpointError", status: 500, attempts: 3, message: /^openai model endpoint answered 500 Internal Server Error after 3 attempts: internal error for \[redacted\]/ })
+  t.notMatch((err as Error).message, KEY)
+  t.equal(server.requests.length, 3, "maxRetries: 2 means three requests in all")
+})
+
+t.test("retries: a 400 is not retried", async (t) => {
+  const server = await modelServer(t, [{ status: 400, json: { error: { message: "bad tools" } } }, DONE])
+  const client = createClient({ baseUrl: server.url, style: "openai", model: "m", ...FAST_RETRY })
+
+  await t.rejects(client.run("hi"), { status: 400, message: /^openai model endpoint answered 400 Bad Request: bad tools$/ })
+  t.equal(server.requests.length, 1)
+})
+
+t.test("retries: a refused connection is retried, then named with the attempts", async (t) => {
+  const port = await closedPort()
+  const client = createClient({ baseUrl: `http://127.0.0.1:${port}`, style: "anthropic", model: "m", maxRetries: 2, ...FAST_RETRY })
+
+  await t.rejects(client.run("hi"), {
+    message: new RegExp(`^Could not reach the anthropic model endpoint at http://127\\.0\\.0\\.1:${port}/v1/messages \\(ECONNREFUSED\\) after 3 attempts; check opts\\.baseUrl`),
+  })
+})
+
+t.test("retries: the signal cancels a backoff wait at once", async (t) => {
+  const server = await modelServer(t, [{ status: 503, text: "busy" }, DONE])
+  const controller = new AbortController()
+  const started = Date.now()
+  const client = createClient({ baseUrl: server.url, style: "openai", model: "m", retryBaseDelayMs: 60_000, retryDeadlineMs: 600_000 })
+  const run = client.run("hi", { signal: controller.signal })
+  // The 503 is answered at once, so 200 ms later the client is in its 30-60 s wait.
+  setTimeout(() => controller.abort(new Error("user canceled")), 200)
+
+  await t.rejects(run, { message: "user canceled" })
+  t.ok(Date.now() - started < 10_000, "rejects long before the backoff ends")
+  t.equal(server.requests.length, 1)
+})
+
+t.test("retries: no retry starts after retryDeadlineMs", async (t) => {
+  const server = await modelServer(t, [
+    { status: 503, text: "busy" },
+    { status: 429, headers: { "retry-after": "5" }, json: { error: { message: "slow down" } } },
+    DONE,
+    DONE,
+  ])
+  // Backoff of 30-60 s cannot fit in 1 s: fail now instead of sleeping into the deadline.
+  const slowBackoff = createClient({ baseUrl: server.url, style: "openai", model: "m", retryBaseDelayMs: 60_000, retryDeadlineMs: 1_000 })
+  const started = Date.now()
+  await t.rejects(slowBackoff.run("hi"), { status: 503, message: /^openai model endpoint answered 503 Service Unavailable: busy$/ })
+  t.ok(Date.now() - started < 10_000, "gives up without waiting")
+  t.equal(server.requests.length, 1)
+
+  const client = createClient({ baseUrl: server.url, style: "openai", model: "m", retryDeadlineMs: 1_000, ...FAST_RETRY })
+  await t.rejects(client.run("hi"), { status: 429, message: /answered 429 Too Many Requests: slow down; it asked to be retried in 5 s, past opts\.retryDeadlineMs$/ })
+  t.equal(server.requests.length, 2, "a Retry-After past the deadline is not cut short")
 })
 
 t.test("the signal aborts a request in flight", async (t) => {
@@ -319,6 +409,7 @@ t.test("timeoutMs bounds each request", async (t) => {
   const server = await modelServer(t, ["hang"])
   const client = createClient({ baseUrl: server.url, style: "anthropic", model: "m", timeoutMs: 100 })
   await t.rejects(client.run("hi"), { message: /anthropic model did not answer within 100 ms/ })
+  t.equal(server.requests.length, 1, "a timeout is not retried")
 })
 
 t.test("maxTurns stops a model that keeps calling tools", async (t) => {
@@ -408,6 +499,10 @@ t.test("bad options throw naming the option", async (t) => {
   t.throws(() => createClient({ ...good, maxTurns: 0 }), { message: /opts\.maxTurns should be a positive integer/ })
   t.throws(() => createClient({ ...good, timeoutMs: -5 }), { message: /opts\.timeoutMs/ })
   t.throws(() => createClient({ ...good, apiKey: "" }), { message: /opts\.apiKey/ })
+  t.throws(() => createClient({ ...good, maxRetries: -1 }), { message: /opts\.maxRetries should be a non-negative integer, got -1/ })
+  t.throws(() => createClient({ ...good, retryDeadlineMs: 1.5 }), { message: /opts\.retryDeadlineMs should be a non-negative integer/ })
+  t.throws(() => createClient({ ...good, retryBaseDelayMs: "10" as unknown as number }), { message: /opts\.retryBaseDelayMs should be a non-negative integer/ })
+  t.doesNotThrow(() => createClient({ ...good, maxRetries: 0, retryDeadlineMs: 0, retryBaseDelayMs: 0 }), "0 turns retrying off")
   t.throws(() => createLocalClient("nope" as unknown as ModelFunction), { message: /respond should be a function/ })
   t.throws(() => createLocalClient(() => "x", { maxTurns: 1.5 }), { message: /opts\.maxTurns/ })
 })

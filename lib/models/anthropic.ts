@@ -20,6 +20,7 @@ export function anthropicModel(opts: AnthropicOptions): Model {
       ...opts.headers,
     },
     timeoutMs: opts.timeoutMs,
+    retry: opts.retry,
     expects: "a Messages API response",
   }
   return {

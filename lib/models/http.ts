@@ -1,5 +1,17 @@
 import type { JsonObject } from "../types.js"
 
+/** When and how often a failed model request is tried again. */
+export interface RetryPolicy {
+  /** Attempts after the first; 0 never retries. */
+  maxRetries: number
+  /** No attempt starts later than this many ms after the first one began. */
+  deadlineMs: number
+  /** The first backoff wait; it doubles each retry, up to 16 times this. */
+  baseDelayMs: number
+}
+
+export const DEFAULT_RETRY: RetryPolicy = { maxRetries: 3, deadlineMs: 30_000, baseDelayMs: 250 }
+
 /** How an adapter reaches its provider, with the client's defaults already applied. */
 export interface EndpointOptions {
   baseUrl: string
@@ -7,6 +19,7 @@ export interface EndpointOptions {
   apiKey?: string
   headers?: Record<string, string>
   timeoutMs: number
+  retry: RetryPolicy
 }
 
 /** One provider URL and what to send it; shared by every turn of a client. */
@@ -16,25 +29,39 @@ export interface Endpoint {
   url: string
   headers: Record<string, string>
   timeoutMs: number
+  retry: RetryPolicy
   /** What a good answer is, for the error when it is not: "a chat completion". */
   expects: string
 }
 
-/** The model endpoint answered with a non-2xx status; `status` lets a caller decide to retry. */
+/** The model endpoint answered with a non-2xx status, even after any retries. */
 export class ModelEndpointError extends Error {
   readonly status: number
+  /** Requests made before giving up, the first one included. */
+  readonly attempts: number
 
-  constructor(message: string, status: number) {
+  constructor(message: string, status: number, attempts = 1) {
     super(message)
     this.name = "ModelEndpointError"
     this.status = status
+    this.attempts = attempts
   }
 }
 
+/** What one request came to, short of the caller aborting it. */
+type Attempt =
+  | { kind: "answer"; status: number; statusText: string; text: string; retryAfterMs?: number }
+  | { kind: "unreachable"; reason: string }
+  | { kind: "timeout" }
+
+/** Either wait and try again, or stop; `note` says why we stopped when the user could not guess it. */
+type NextStep = { waitMs: number } | { note?: string }
+
 /**
  * POSTs `body` as JSON and hands the parsed answer to `read`, which returns
- * undefined when the answer is not the shape it wants. Every failure becomes
- * an Error that names the provider and never shows a credential.
+ * undefined when the answer is not the shape it wants. A 408, 409, 429 or 5xx
+ * answer and a failed connection are retried with backoff (see RetryPolicy).
+ * Every failure becomes an Error that names the provider and never shows a credential.
  */
 export async function postJson<T>(
   endpoint: Endpoint,
@@ -42,37 +69,115 @@ export async function postJson<T>(
   signal: AbortSignal | undefined,
   read: (answer: unknown) => T | undefined,
 ): Promise<T> {
-  const { provider, url, headers, timeoutMs } = endpoint
-  const hide = redactor(headers)
-  const timeout = AbortSignal.timeout(timeoutMs)
-  let response: Response
-  let text: string
+  const payload = JSON.stringify(body)
+  const deadline = Date.now() + endpoint.retry.deadlineMs
+  for (let attempt = 1; ; attempt++) {
+    const result = await sendOnce(endpoint, payload, signal)
+    const next = nextStep(result, attempt, endpoint.retry, deadline)
+    if ("waitMs" in next) {
+      await sleep(next.waitMs, signal)
+      continue
+    }
+    return settle(endpoint, result, attempt, next.note, read)
+  }
+}
+
+/** One POST; only the caller's abort escapes as a throw, every other failure is an Attempt. */
+async function sendOnce(endpoint: Endpoint, payload: string, signal: AbortSignal | undefined): Promise<Attempt> {
+  const timeout = AbortSignal.timeout(endpoint.timeoutMs)
   try {
-    response = await fetch(url, {
+    const response = await fetch(endpoint.url, {
       method: "POST",
-      headers,
-      body: JSON.stringify(body),
+      headers: endpoint.headers,
+      body: payload,
       signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
     })
-    text = await response.text()
+    const text = await response.text()
+    const retryAfterMs = parseRetryAfter(response.headers.get("retry-after"))
+    return { kind: "answer", status: response.status, statusText: response.statusText, text, ...(retryAfterMs !== undefined && { retryAfterMs }) }
   } catch (err) {
     if (signal?.aborted) throw signal.reason
-    if (timeout.aborted) {
-      throw new Error(`The ${provider} model did not answer within ${timeoutMs} ms; raise opts.timeoutMs if it is just slow`)
-    }
-    throw new Error(hide(`Could not reach the ${provider} model endpoint at ${displayUrl(url)} (${failureReason(err)}); check opts.baseUrl and that the server is up`))
+    if (timeout.aborted) return { kind: "timeout" }
+    return { kind: "unreachable", reason: failureReason(err) }
   }
+}
 
-  if (!response.ok) {
-    const status = `${response.status}${response.statusText ? ` ${response.statusText}` : ""}`
-    throw new ModelEndpointError(hide(`${provider} model endpoint answered ${status}: ${providerMessage(text)}`), response.status)
+function nextStep(result: Attempt, attempt: number, policy: RetryPolicy, deadline: number): NextStep {
+  if (!isRetryable(result) || attempt > policy.maxRetries) return {}
+  const retryAfterMs = result.kind === "answer" ? result.retryAfterMs : undefined
+  const waitMs = retryAfterMs ?? backoffMs(attempt, policy.baseDelayMs)
+  if (Date.now() + waitMs < deadline) return { waitMs }
+  // Retrying sooner than the server asked would only earn another refusal.
+  if (retryAfterMs !== undefined) return { note: `it asked to be retried in ${Math.ceil(retryAfterMs / 1000)} s, past opts.retryDeadlineMs` }
+  return {}
+}
+
+/**
+ * Worth another try: overload, rate limits and conflicts pass, and so may a
+ * dropped connection. A timeout is not retried: the model is slow, not flaky,
+ * and another wait of opts.timeoutMs would only delay the failure.
+ */
+function isRetryable(result: Attempt): boolean {
+  if (result.kind === "unreachable") return true
+  if (result.kind === "timeout") return false
+  const { status } = result
+  return status === 408 || status === 409 || status === 429 || status >= 500
+}
+
+/** Exponential, capped at 16 × base, with jitter so that clients failed together do not retry together. */
+function backoffMs(attempt: number, baseDelayMs: number): number {
+  const ceiling = baseDelayMs * Math.min(2 ** (attempt - 1), 16)
+  return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2)
+}
+
+/** `Retry-After` in seconds or as an HTTP date; undefined when absent or unreadable. */
+function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
+  if (value === null) return undefined
+  const trimmed = value.trim()
+  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000
+  const at = Date.parse(trimmed)
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now)
+}
+
+/** Waits `ms`, or rejects with the signal's reason the moment it aborts. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason)
+    const onAbort = () => {
+      clearTimeout(timer)
+      reject(signal?.reason)
+    }
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort)
+      resolve()
+    }, ms)
+    signal?.addEventListener("abort", onAbort, { once: true })
+  })
+}
+
+/** The last attempt's result as the turn's answer, or as an Error that says how many attempts it took. */
+function settle<T>(endpoint: Endpoint, result: Attempt, attempts: number, note: string | undefined, read: (answer: unknown) => T | undefined): T {
+  const { provider, url, timeoutMs } = endpoint
+  const hide = redactor(endpoint.headers)
+  const after = attempts > 1 ? ` after ${attempts} attempts` : ""
+  if (result.kind === "timeout") {
+    throw new Error(`The ${provider} model did not answer within ${timeoutMs} ms${attempts > 1 ? ` on attempt ${attempts}` : ""}; raise opts.timeoutMs if it is just slow`)
+  }
+  if (result.kind === "unreachable") {
+    throw new Error(hide(`Could not reach the ${provider} model endpoint at ${displayUrl(url)} (${result.reason})${after}; check opts.baseUrl and that the server is up`))
+  }
+  const { status, statusText, text } = result
+  if (status < 200 || status > 299) {
+    const answered = `${status}${statusText ? ` ${statusText}` : ""}`
+    const message = `${provider} model endpoint answered ${answered}${after}: ${providerMessage(text)}${note ? `; ${note}` : ""}`
+    throw new ModelEndpointError(hide(message), status, attempts)
   }
   const answer = parseJson(text)
-  const result = answer === undefined ? undefined : read(answer)
-  if (result === undefined) {
+  const turn = answer === undefined ? undefined : read(answer)
+  if (turn === undefined) {
     throw new Error(hide(`${provider} model endpoint at ${displayUrl(url)} answered with something that is not ${endpoint.expects}: ${snippet(text) || "(empty body)"}; check opts.baseUrl and opts.style`))
   }
-  return result
+  return turn
 }
 
 /** `baseUrl` + `path`, whether or not the user ended baseUrl with a slash. */

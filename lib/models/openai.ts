@@ -14,6 +14,7 @@ export function openAIModel(opts: EndpointOptions): Model {
       ...opts.headers,
     },
     timeoutMs: opts.timeoutMs,
+    retry: opts.retry,
     expects: "a chat completion",
   }
   return {
