@@ -159,7 +159,7 @@ async function runLoop(model: Model, settings: LoopSettings, prompt: string, opt
 
   for (let turn = 1; turn <= settings.maxTurns; turn++) {
     signal?.throwIfAborted()
-    const reply = await model.turn({ messages: [...system, ...messages], toolkit, signal })
+    const reply = await unlessAborted(model.turn({ messages: [...system, ...messages], toolkit, signal }), signal)
     usage = addUsage(usage, reply.usage)
     const calls = reply.toolCalls.map(({ id, name, args }) => ({ id, name, args }))
     messages.push({ role: "assistant", content: reply.text, ...(calls.length > 0 && { toolCalls: calls }) })
@@ -169,7 +169,7 @@ async function runLoop(model: Model, settings: LoopSettings, prompt: string, opt
 
     for (const call of reply.toolCalls) {
       signal?.throwIfAborted()
-      const result = await runTool(call, toolkit, signal)
+      const result = await unlessAborted(runTool(call, toolkit, signal), signal)
       toolCalls.push({ id: call.id, name: call.name, args: call.args, result })
       messages.push({ role: "tool", content: result.output, toolCallId: call.id, isError: result.isError })
     }
@@ -181,6 +181,25 @@ async function runTool(call: ModelToolCall, toolkit: Toolkit | undefined, signal
   if (call.invalid !== undefined) return { output: call.invalid, isError: true }
   if (!toolkit) return { output: `There is no toolkit, so ${call.name} cannot run; answer without tools`, isError: true }
   return toolkit.execute(call.name, call.args, { signal })
+}
+
+/** Settles with `work`, or rejects with the abort reason as soon as the signal aborts: a model or tool that ignores the signal cannot hold the run. */
+function unlessAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason)
+    signal.addEventListener("abort", onAbort, { once: true })
+    work.then(
+      (value) => {
+        signal.removeEventListener("abort", onAbort)
+        resolve(value)
+      },
+      (err: unknown) => {
+        signal.removeEventListener("abort", onAbort)
+        reject(err)
+      },
+    )
+  })
 }
 
 function addUsage(a: Usage, b: Usage): Usage {

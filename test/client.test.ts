@@ -506,3 +506,20 @@ t.test("bad options throw naming the option", async (t) => {
   t.throws(() => createLocalClient("nope" as unknown as ModelFunction), { message: /respond should be a function/ })
   t.throws(() => createLocalClient(() => "x", { maxTurns: 1.5 }), { message: /opts\.maxTurns/ })
 })
+
+t.test("an abort ends the run even when the model function or a tool ignores the signal", async (t) => {
+  const never = new Promise<string>(() => {})
+  const controller = new AbortController()
+  const deaf = createLocalClient(() => never)
+  const running = deaf.run("x", { signal: controller.signal })
+  controller.abort(new Error("stop now"))
+  await t.rejects(running, /stop now/)
+
+  const stuck: Tool = { name: "stuck", description: "never returns", inputSchema: { type: "object" }, execute: () => never }
+  const toolkit = await createToolkit({ builtins: false, extraTools: [stuck] })
+  const caller = createLocalClient(() => ({ toolCalls: [{ name: "stuck" }] }))
+  const second = new AbortController()
+  const withTool = caller.run("x", { toolkit, signal: second.signal })
+  setTimeout(() => second.abort(new Error("tool took too long")), 20)
+  await t.rejects(withTool, /tool took too long/)
+})
