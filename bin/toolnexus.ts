@@ -20,10 +20,10 @@ const toolkit = await createToolkit()
 const client = clientFor(config)
 const agent = await toolkit.serve(`${config.host.includes(":") ? `[${config.host}]` : config.host}:${config.port}`, {
   client,
-  a2a: { name: config.name, store: config.store },
+  a2a: { name: config.name, store: config.store, ...(config.tokens && { auth: { tokens: config.tokens } }) },
   logger: log,
 })
-log.info({ url: agent.url, store: config.store, model: client.model }, "toolnexus agent listening")
+log.info({ url: agent.url, store: config.store, model: client.model, auth: config.tokens ? "tokens" : "none" }, "toolnexus agent listening")
 if (!config.model) {
   log.warn({ model: client.model }, "no model configured: serving an offline echo agent; set --base-url and --model (and TOOLNEXUS_API_KEY) to serve a real one")
 }

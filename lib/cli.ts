@@ -9,6 +9,8 @@ export interface CliConfig {
   name: string
   /** The model to call; absent means the offline echo agent. */
   model?: Pick<ClientOptions, "baseUrl" | "style" | "model" | "apiKey">
+  /** secret → principal, from TOOLNEXUS_TOKENS; absent means no authentication. */
+  tokens?: Record<string, string>
 }
 
 export const USAGE = `Usage: toolnexus [options]
@@ -24,7 +26,10 @@ Serves an A2A agent over JSON-RPC. Flags win over environment variables.
   --model MODEL        model name (TOOLNEXUS_MODEL)
   -h, --help           this text
 
-The API key is read from TOOLNEXUS_API_KEY only (never a flag, so it stays out of ps).
+Secrets come from the environment only (never flags, so they stay out of ps):
+  TOOLNEXUS_API_KEY    the model endpoint's key
+  TOOLNEXUS_TOKENS     peers' credentials as secret=principal pairs, comma-separated;
+                       set, every request needs Authorization: Bearer <secret> (or x-api-key)
 With no --base-url the server runs an offline echo agent, so a first run needs no key.`
 
 export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliConfig | "help" {
@@ -58,7 +63,19 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliConfig | "h
     store: values.store ?? env.TOOLNEXUS_STORE ?? "file:./.toolnexus/tasks",
     name: values.name ?? env.TOOLNEXUS_NAME ?? "toolnexus agent",
     ...(baseUrl && model ? { model: { baseUrl, style, model, apiKey: env.TOOLNEXUS_API_KEY } } : {}),
+    ...(env.TOOLNEXUS_TOKENS ? { tokens: parseTokens(env.TOOLNEXUS_TOKENS) } : {}),
   }
+}
+
+/** "secret=principal,secret2=principal2" as a table; the secrets never appear in an error. */
+function parseTokens(text: string): Record<string, string> {
+  const tokens: Record<string, string> = {}
+  text.split(",").forEach((pair, i) => {
+    const at = pair.lastIndexOf("=")
+    if (at <= 0 || at === pair.length - 1) throw new Error(`TOOLNEXUS_TOKENS entry ${i + 1} should be secret=principal`)
+    tokens[pair.slice(0, at).trim()] = pair.slice(at + 1).trim()
+  })
+  return tokens
 }
 
 /** The configured model's client, or the offline echo agent. */

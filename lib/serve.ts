@@ -1,24 +1,16 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify"
 import { pino, type DestinationStream, type Logger as PinoLogger, type LoggerOptions } from "pino"
-import type { CardOptions } from "./a2a/card.js"
 import type { Client } from "./client.js"
-import type { StoreSelector } from "./stores/resolve.js"
 import type { Toolkit } from "./toolkit.js"
-import { toolnexusA2A } from "../plugins/a2a.js"
+import { toolnexusA2A, type ToolnexusA2AOptions } from "../plugins/a2a.js"
 
 export interface ServeOptions {
   /** Runs each task's tool-calling loop. */
   client: Client
   /** The tools the client may call; `toolkit.serve()` fills it in. */
   toolkit?: Toolkit
-  a2a?: CardOptions & {
-    /** "memory" (default), "file:<dir>", or your own TaskStore. */
-    store?: StoreSelector
-    /** The endpoint URL the agent card advertises (behind a proxy); derived from the request when omitted. */
-    url?: string
-    bodyLimit?: number
-    shutdownGraceMs?: number
-  }
+  /** The agent card, the store and the limits: every plugin option but client, toolkit and prefix. */
+  a2a?: Omit<ToolnexusA2AOptions, "client" | "toolkit" | "prefix">
   /** `false` for no logs, pino options, or a ready pino logger. Default: JSON lines at info on stdout. */
   logger?: boolean | LoggerOptions | PinoLogger
 }
@@ -53,8 +45,7 @@ export async function serve(addr: string, opts: ServeOptions): Promise<ServedAge
   // The plugin logs one line per JSON-RPC call, so Fastify's own request lines would only repeat it.
   const app: FastifyInstance = Fastify({ ...loggerSetting(opts.logger), logController: new LogController({ disableRequestLogging: true }) })
   try {
-    const { store, url, bodyLimit, shutdownGraceMs, ...card } = opts.a2a ?? {}
-    await app.register(toolnexusA2A, { ...card, store, url, bodyLimit, shutdownGraceMs, client: opts.client, toolkit: opts.toolkit })
+    await app.register(toolnexusA2A, { ...opts.a2a, client: opts.client, toolkit: opts.toolkit })
     await app.listen({ host, port })
   } catch (err) {
     await app.close()

@@ -19,6 +19,10 @@ t.test("parseCli: defaults, env and flags", async (t) => {
   t.throws(() => parseCli(["--style", "gemini"], {}), /--style should be "openai" or "anthropic"/)
   t.throws(() => parseCli(["--base-url", "http://x"], {}), /no --model/)
   t.throws(() => parseCli(["--model", "m"], {}), /no --base-url/)
+  const withTokens = parseCli([], { TOOLNEXUS_TOKENS: "s3cr3t-0123456789abc=alice, other=secret=bob" })
+  t.same(withTokens !== "help" && withTokens.tokens, { "s3cr3t-0123456789abc": "alice", "other=secret": "bob" }, "the last = splits secret from principal")
+  t.throws(() => parseCli([], { TOOLNEXUS_TOKENS: "hunter2-no-principal" }), /entry 1 should be secret=principal/)
+  t.notMatch(String((() => { try { parseCli([], { TOOLNEXUS_TOKENS: "hunter2-no-principal" }) } catch (e) { return e } })()), /hunter2/, "the secret is not echoed")
   t.throws(() => parseCli(["--api-key", "x"], {}), /Unknown option/)
 })
 
@@ -70,4 +74,23 @@ t.test("the toolnexus command refuses bad flags with its usage", async (t) => {
   t.equal(code, 2)
   t.match(stderr, /--port should be a number/)
   t.match(stderr, /Usage: toolnexus/)
+})
+
+t.test("the toolnexus command asks for credentials when TOOLNEXUS_TOKENS is set", async (t) => {
+  const secret = "cli-secret-0123456789abcdef"
+  const child = spawn(process.execPath, [bin, "--port", "0", "--store", "memory"], { cwd: root, env: { ...process.env, TOOLNEXUS_TOKENS: `${secret}=ops` } })
+  t.teardown(() => child.kill("SIGKILL"))
+  const url = await new Promise<string>((resolve, reject) => {
+    readline.createInterface({ input: child.stdout }).on("line", (line) => {
+      const entry = JSON.parse(line)
+      if (entry.msg === "toolnexus agent listening") resolve(entry.url)
+    })
+    child.once("exit", (code) => reject(new Error(`exited early with ${code}`)))
+  })
+  const get = (headers: Record<string, string>) =>
+    fetch(url + "/", { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: "x" } }) })
+  t.equal((await get({})).status, 401)
+  const allowed = await get({ authorization: `Bearer ${secret}` })
+  t.equal(allowed.status, 200)
+  t.equal(((await allowed.json()) as { error: { code: number } }).error.code, -32001)
 })
