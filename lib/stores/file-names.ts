@@ -16,6 +16,10 @@ const PLAIN_ID = /^[a-z0-9_-]{1,200}$/
 const BASE32 = "abcdefghijklmnopqrstuvwxyz234567"
 /** Longest encoded name body that leaves room for `~` and `.json` under 255 bytes. */
 const MAX_ENCODED = 240
+const MAX_NAME_BYTES = 255
+const TMP_FILE_SUFFIX = ".tmp"
+/** `<anything>.<pid>.<counter>.tmp`, as `tmpFileName` makes them. */
+const TMP_NAME = /.\.(\d{1,15})\.\d{1,16}\.tmp$/
 
 export const TASK_FILE_SUFFIX = ".json"
 
@@ -66,4 +70,23 @@ function unbase32(text: string): Buffer | undefined {
     }
   }
   return Buffer.from(bytes)
+}
+
+/**
+ * Where a save writes before its rename: `<taskfile>.<pid>.<counter>.tmp`.
+ * It always ends in `.tmp`, so it can never be read as a Task. Task file
+ * names are ASCII and may be 246 bytes long, so the task part is cut to keep
+ * the whole name within 255 bytes; the pid and counter make it unique.
+ */
+export function tmpFileName(taskFile: string, pid: number, counter: number): string {
+  const tail = `.${pid}.${counter}${TMP_FILE_SUFFIX}`
+  return taskFile.slice(0, MAX_NAME_BYTES - tail.length) + tail
+}
+
+/** The pid in a name made by `tmpFileName`, or `undefined` for any other name. */
+export function pidFromTmpFileName(name: string): number | undefined {
+  const match = TMP_NAME.exec(name)
+  if (!match) return undefined
+  const pid = Number(match[1])
+  return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined
 }

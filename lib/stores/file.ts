@@ -2,9 +2,34 @@ import fs from "node:fs"
 import fsp from "node:fs/promises"
 import path from "node:path"
 import type { A2ATask } from "../types.js"
-import { TASK_FILE_SUFFIX, taskFileName } from "./file-names.js"
+import { pidFromTmpFileName, TASK_FILE_SUFFIX, taskFileName, tmpFileName } from "./file-names.js"
 import { pageOfTasks, type TaskPage, type TaskQuery } from "./list.js"
 import type { TaskStore } from "./task-store.js"
+
+/** The file operations a FileTaskStore uses: node:fs/promises fits, and so does a wrapper that records or fails them. */
+export interface FileSystem {
+  open(path: string, flags: "wx" | "r"): Promise<FileSystemHandle>
+  rename(from: string, to: string): Promise<void>
+  rm(path: string, options: { force: true }): Promise<void>
+  readFile(path: string, encoding: "utf8"): Promise<string>
+  readdir(path: string): Promise<string[]>
+  stat(path: string): Promise<{ mtimeMs: number }>
+}
+
+export interface FileSystemHandle {
+  writeFile(data: string, encoding: "utf8"): Promise<void>
+  sync(): Promise<void>
+  close(): Promise<void>
+}
+
+export interface FileTaskStoreOptions {
+  /** Every file operation after the directory is created goes through it; default node:fs/promises. */
+  fs?: FileSystem
+}
+
+/** A save never takes this long, so a tmp file this old is abandoned whoever wrote it. */
+const ABANDONED_TMP_AGE_MS = 10 * 60_000
+const FILE_SYSTEM_METHODS = ["open", "rename", "rm", "readFile", "readdir", "stat"] as const
 
 let tmpCounter = 0
 
@@ -13,21 +38,32 @@ let tmpCounter = 0
  *
  * A save writes a uniquely named tmp file, fsyncs it, renames it over the
  * Task's file and fsyncs the directory: a reader never sees a half-written
- * Task, and an acknowledged save survives a crash. Saves of one id take
- * effect in call order. A file that cannot be read or parsed is an error,
- * never "not found".
+ * Task, and an acknowledged save survives a crash. Saves and deletes of one
+ * id take effect in call order. A file that cannot be read or parsed is an
+ * error, never "not found". Opening a directory removes the tmp files of
+ * saves a crash cut short; tmp files are never read as Tasks.
  */
 export class FileTaskStore implements TaskStore {
   readonly dir: string
-  /** The tail of the save chain per id, so saves of one id never overtake each other. */
+  private readonly fs: FileSystem
+  /** Settles once abandoned tmp files are removed; every operation waits for it. Never rejects. */
+  private readonly opened: Promise<void>
+  /** The tail of the write chain per id, so saves and deletes of one id never overtake each other. */
   private readonly pending = new Map<string, Promise<void>>()
 
-  constructor(dir: string) {
+  constructor(dir: string, options: FileTaskStoreOptions = {}) {
     if (typeof dir !== "string" || dir.length === 0) {
       throw new TypeError("FileTaskStore needs a directory path, e.g. new FileTaskStore(\"./.toolnexus/tasks\")")
     }
+    const custom = options.fs
+    if (custom !== undefined && FILE_SYSTEM_METHODS.some((name) => typeof custom?.[name] !== "function")) {
+      throw new TypeError(`FileTaskStore options.fs should be an object with ${FILE_SYSTEM_METHODS.join(", ")} methods, like node:fs/promises`)
+    }
     this.dir = path.resolve(dir)
+    this.fs = custom ?? fsp
     fs.mkdirSync(this.dir, { recursive: true })
+    // Asynchronous, so it goes through options.fs like every other operation and never blocks the event loop.
+    this.opened = removeAbandonedTmpFiles(this.fs, this.dir)
   }
 
   /** The file a Task id is stored in. */
@@ -38,6 +74,7 @@ export class FileTaskStore implements TaskStore {
 
   async get(id: string): Promise<A2ATask | undefined> {
     const file = this.fileFor(id)
+    await this.opened
     const task = await this.readFile(file)
     // A hashed file name could in theory be shared; the id inside decides.
     if (task !== undefined && task.id !== id) {
@@ -50,7 +87,7 @@ export class FileTaskStore implements TaskStore {
   private async readFile(file: string): Promise<A2ATask | undefined> {
     let text: string
     try {
-      text = await fsp.readFile(file, "utf8")
+      text = await this.fs.readFile(file, "utf8")
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined
       throw new Error(`FileTaskStore could not read ${file}: ${(err as Error).message}`, { cause: err })
@@ -78,19 +115,13 @@ export class FileTaskStore implements TaskStore {
     } catch (err) {
       return Promise.reject(err)
     }
-    const previous = this.pending.get(task.id) ?? Promise.resolve()
-    const write = previous.then(() => this.writeDurably(file, text))
-    const tail = write.catch(() => {})
-    this.pending.set(task.id, tail)
-    void tail.then(() => {
-      if (this.pending.get(task.id) === tail) this.pending.delete(task.id)
-    })
-    return write
+    return this.inOrder(task.id, () => this.writeDurably(file, text))
   }
 
   /** Reads every Task file in the directory: fine for thousands of Tasks, a database store for more. */
   async list(query: TaskQuery): Promise<TaskPage> {
-    const names = (await fsp.readdir(this.dir)).filter((name) => name.endsWith(TASK_FILE_SUFFIX))
+    await this.opened
+    const names = (await this.fs.readdir(this.dir)).filter((name) => name.endsWith(TASK_FILE_SUFFIX))
     const tasks: A2ATask[] = []
     const readers = Array.from({ length: Math.min(32, names.length) }, async () => {
       for (let name = names.pop(); name !== undefined; name = names.pop()) {
@@ -102,41 +133,109 @@ export class FileTaskStore implements TaskStore {
     return pageOfTasks(tasks, query)
   }
 
-  async delete(id: string): Promise<void> {
-    await fsp.rm(this.fileFor(id), { force: true })
+  delete(id: string): Promise<void> {
+    let file: string
+    try {
+      file = this.fileFor(id)
+    } catch (err) {
+      return Promise.reject(err)
+    }
+    return this.inOrder(id, () => this.fs.rm(file, { force: true }))
   }
 
-  /** Resolves once every save already called has landed (or failed). */
+  /** Resolves once every save and delete already called has landed (or failed). */
   async close(): Promise<void> {
-    await Promise.all(this.pending.values())
+    await Promise.all([this.opened, ...this.pending.values()])
+  }
+
+  /** Runs `write` after the writes of `id` called before it, whether they succeed or fail. */
+  private inOrder(id: string, write: () => Promise<void>): Promise<void> {
+    const previous = this.pending.get(id) ?? this.opened
+    const result = previous.then(write)
+    const tail = result.catch(() => {})
+    this.pending.set(id, tail)
+    void tail.then(() => {
+      if (this.pending.get(id) === tail) this.pending.delete(id)
+    })
+    return result
   }
 
   private async writeDurably(file: string, text: string): Promise<void> {
-    const tmp = `${file}.${process.pid}.${++tmpCounter}.tmp`
-    const handle = await fsp.open(tmp, "w")
+    const { tmp, handle } = await this.openTmpFile(file)
     try {
-      await handle.writeFile(text, "utf8")
+      try {
+        await handle.writeFile(text, "utf8")
+        await handle.sync()
+      } finally {
+        await handle.close()
+      }
+      await this.fs.rename(tmp, file)
+    } catch (err) {
+      await this.fs.rm(tmp, { force: true }).catch(() => {})
+      throw err
+    }
+    await this.syncDirectory()
+  }
+
+  /** Creates a tmp file no one else writes: "wx" refuses a name that exists (a leftover, or another process with our pid). */
+  private async openTmpFile(file: string): Promise<{ tmp: string; handle: FileSystemHandle }> {
+    for (let attempt = 1; ; attempt++) {
+      const tmp = path.join(this.dir, tmpFileName(path.basename(file), process.pid, ++tmpCounter))
+      try {
+        return { tmp, handle: await this.fs.open(tmp, "wx") }
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "EEXIST" || attempt >= 10) throw err
+      }
+    }
+  }
+
+  /** Makes the renames in the directory durable. */
+  private async syncDirectory(): Promise<void> {
+    const handle = await this.fs.open(this.dir, "r")
+    try {
       await handle.sync()
     } finally {
       await handle.close()
     }
-    try {
-      await fsp.rename(tmp, file)
-    } catch (err) {
-      await fsp.rm(tmp, { force: true })
-      throw err
-    }
-    await syncDirectory(this.dir)
   }
 }
 
-/** Makes a rename in `dir` durable. */
-async function syncDirectory(dir: string): Promise<void> {
-  const handle = await fsp.open(dir, "r")
+/**
+ * Removes the tmp files of saves a crash cut short: those of a pid that is no
+ * live process on this host, and any older than a save can take. A fresh tmp
+ * file of a live process is kept: two processes may share the directory, and
+ * it may be mid-save. Best effort: a tmp file left behind costs only space.
+ * A pid is only known in its own pid namespace: a store in another container
+ * on the same volume may remove a fresh tmp file, and that save then rejects
+ * (its rename finds no file); nothing acknowledged is lost or torn.
+ */
+async function removeAbandonedTmpFiles(files: FileSystem, dir: string): Promise<void> {
+  let names: string[]
   try {
-    await handle.sync()
-  } finally {
-    await handle.close()
+    names = await files.readdir(dir)
+  } catch {
+    return
+  }
+  for (const name of names) {
+    const pid = pidFromTmpFileName(name)
+    if (pid === undefined) continue
+    const tmp = path.join(dir, name)
+    try {
+      if (isLiveProcess(pid) && Date.now() - (await files.stat(tmp)).mtimeMs < ABANDONED_TMP_AGE_MS) continue
+      await files.rm(tmp, { force: true })
+    } catch {
+      // Gone already (its save renamed it), or not ours to remove: either way, leave it.
+    }
+  }
+}
+
+/** False only when no process has that pid; a process we may not signal (EPERM) is alive. */
+function isLiveProcess(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code !== "ESRCH"
   }
 }
 
