@@ -117,6 +117,8 @@ t.test("invalid params name the field", async (t) => {
     [{ message: { role: "ROLE_USER", parts: [{ text: 7 }] } }, /params\.message\.parts\[0\]\.text must be a string/],
     [{ message: { role: "user", parts: [{ kind: "file", file: { name: "a" } }] } }, /params\.message\.parts\[0\]\.file needs one of bytes, uri/],
     [{ message: userMessage("x"), configuration: { blocking: "yes" } }, /params\.configuration\.blocking must be a boolean/],
+    [{ message: { role: "ROLE_USER", parts: [{ text: "a", url: "https://x.test" }] } }, /params\.message\.parts\[0\] needs exactly one of text, raw, url, data, not several/],
+    [{ message: userMessage("x", { metadata: { deep: JSON.parse("[".repeat(100) + "]".repeat(100)) } }) }, /params\.message\.metadata\.deep(\[0\])+ nests deeper than 64 levels/],
     [{ message: userMessage("x"), configuration: { historyLength: -1 } }, /params\.configuration\.historyLength must be >= 0/],
   ]
   for (const [params, message] of cases) {

@@ -343,7 +343,7 @@ function checkEnvelope(body: unknown): Envelope | A2AError {
   if (body === null || typeof body !== "object") return invalid("the body must be a JSON-RPC 2.0 request object")
   const request = body as Record<string, unknown>
   if (request.jsonrpc !== "2.0") return invalid('"jsonrpc" must be "2.0"')
-  if ("id" in request && !isValidId(request.id)) return invalid('"id" must be a string, a number or null')
+  if ("id" in request && !isValidId(request.id)) return invalid('"id" must be a string (up to 1024 characters), a finite number or null')
   if (typeof request.method !== "string" || request.method.length === 0) return invalid('"method" must be a non-empty string')
   if ("params" in request && (request.params === null || typeof request.params !== "object" || Array.isArray(request.params))) {
     return invalid('"params" must be an object')
@@ -352,7 +352,7 @@ function checkEnvelope(body: unknown): Envelope | A2AError {
 }
 
 function isValidId(id: unknown): id is JsonRpcId {
-  return id === null || typeof id === "number" || (typeof id === "string" && id.length <= 1024)
+  return id === null || (typeof id === "number" && Number.isFinite(id)) || (typeof id === "string" && id.length <= 1024)
 }
 
 function idOf(body: unknown): JsonRpcId {

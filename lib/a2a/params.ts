@@ -15,6 +15,8 @@ import { A2AError } from "./errors.js"
 /** Bounds that keep a single request from holding unbounded memory or CPU. */
 const MAX_ID = 1024
 const MAX_PARTS = 1000
+/** Deeper values are refused: copying or serializing them later would overflow the stack. */
+export const MAX_DEPTH = 64
 
 const metadata = { type: "object" } as const
 const id = { type: "string", minLength: 1, maxLength: MAX_ID } as const
@@ -45,7 +47,7 @@ const part03 = {
 /** A 1.0 part: exactly one content field. */
 const part10 = {
   properties: { text: { type: "string" }, raw: { type: "string" }, url: { type: "string" }, mediaType: optionalString, filename: optionalString, metadata },
-  anyOf: [{ required: ["text"] }, { required: ["raw"] }, { required: ["url"] }, { required: ["data"] }],
+  oneOf: [{ required: ["text"] }, { required: ["raw"] }, { required: ["url"] }, { required: ["data"] }],
 } as const
 
 const part = { type: "object", if: { required: ["kind"] }, then: part03, else: part10 } as const
@@ -151,10 +153,22 @@ export const parseTaskIdParams = (params: unknown) => check(validators.taskId, p
 export const parseListTasksParams = (params: unknown) => check(validators.listTasks, params)
 
 function check<T>(validate: ValidateFunction<T>, params: unknown): T {
+  checkDepth(params)
   if (validate(params)) return params
-  // An anyOf failure says more than the sub-schema misses that precede it.
+  // An anyOf/oneOf failure says more than the sub-schema misses that precede it.
   const errors = validate.errors ?? []
-  throw describe(errors.find((e) => e.keyword === "anyOf") ?? errors[0])
+  throw describe(errors.find((e) => e.keyword === "anyOf" || e.keyword === "oneOf") ?? errors[0])
+}
+
+/** Refuses values nested deeper than MAX_DEPTH, naming where; iterative, so the check itself cannot overflow. */
+function checkDepth(params: unknown): void {
+  const pending: Array<[value: unknown, depth: number, path: string]> = [[params, 0, "params"]]
+  while (pending.length > 0) {
+    const [value, depth, path] = pending.pop()!
+    if (value === null || typeof value !== "object") continue
+    if (depth >= MAX_DEPTH) throw A2AError.invalidParams(path, `nests deeper than ${MAX_DEPTH} levels`)
+    for (const [key, child] of Object.entries(value)) pending.push([child, depth + 1, path + pathSegment(key)])
+  }
 }
 
 function describe(error: ErrorObject | undefined): A2AError {
@@ -175,9 +189,11 @@ function describe(error: ErrorObject | undefined): A2AError {
     case "const":
       wanted = `must be ${JSON.stringify(error.params.allowedValue)}`
       break
-    case "anyOf": {
+    case "anyOf":
+    case "oneOf": {
       const options = (error.schema as Array<{ required: string[] }>).map((s) => s.required[0])
-      wanted = `needs one of ${options.join(", ")}`
+      const several = error.keyword === "oneOf" && error.params.passingSchemas !== null
+      wanted = several ? `needs exactly one of ${options.join(", ")}, not several` : `needs one of ${options.join(", ")}`
       break
     }
     case "type":
