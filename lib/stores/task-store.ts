@@ -17,6 +17,39 @@ export interface TaskStore {
   delete?(id: string): Promise<void>
   /** Releases what the store holds open (connections, handles). */
   close?(): Promise<void>
+  /**
+   * For stores several servers share: calls `onChange(id)` after any process
+   * saved or deleted a Task, so each server sees the others' cancels and
+   * updates. Resolves once watching; the function it gives stops watching.
+   */
+  watch?(onChange: (id: string) => void): Promise<() => Promise<void>>
+  /** For stores several servers share: liveness records, so a dead server's Tasks are recovered by the others. */
+  leases?: LeaseBook
+}
+
+/** Who is alive among the servers sharing a store. */
+export interface LeaseBook {
+  /** Records that `instance` is alive for `ttlMs` more. */
+  renew(instance: string, ttlMs: number): Promise<void>
+  /** Whether `instance` holds a lease that has not expired. */
+  isAlive(instance: string): Promise<boolean>
+  /** Gives the lease up, on a clean stop. */
+  release(instance: string): Promise<void>
+}
+
+/**
+ * A shared store refuses to replace a Task that is already terminal
+ * (another server canceled or recovered it): the first final word wins.
+ */
+export class TaskConflictError extends Error {
+  constructor(
+    readonly taskId: string,
+    /** What the store holds: the Task as the other writer left it. */
+    readonly stored: A2ATask,
+  ) {
+    super(`Task ${JSON.stringify(taskId.slice(0, 128))} is already ${stored.status.state} in the store; the save was refused`)
+    this.name = "TaskConflictError"
+  }
 }
 
 /** True for any object with callable `get` and `save`: the shape a host store must have. */
