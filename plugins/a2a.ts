@@ -6,7 +6,8 @@ import { buildAgentCard, checkCardOptions, type CardOptions } from "../lib/a2a/c
 import { A2AError, ErrorCode } from "../lib/a2a/errors.js"
 import { TaskEvents } from "../lib/a2a/events.js"
 import { JsonRpcDispatcher } from "../lib/a2a/jsonrpc.js"
-import { recoverInterrupted } from "../lib/a2a/recovery.js"
+import { StoreFollower } from "../lib/a2a/follower.js"
+import { RecoveryService } from "../lib/a2a/recovery.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
 import { negotiateVersion } from "../lib/a2a/wire.js"
 import { errorFields } from "../lib/log.js"
@@ -44,8 +45,13 @@ export interface ToolnexusA2AOptions extends CardOptions {
   maxQueuedTasks?: number
   /** Requests per client address per time window on the JSON-RPC route, through @fastify/rate-limit; off when omitted. */
   rateLimit?: { max: number; timeWindow: number | string }
-  /** At start, fail the Tasks left submitted or working by a server on this host that died (default true; needs a store with list). */
+  /**
+   * Fail the Tasks left submitted or working by a server that died (default true; needs a store with list):
+   * at start, by pid on this host; on a store with leases, also every leaseTtlMs, by lease.
+   */
   recoverInterrupted?: boolean
+  /** On a store with leases: how long a server counts as alive after its last renewal (default 15000 ms). */
+  leaseTtlMs?: number
 }
 
 declare module "fastify" {
@@ -88,20 +94,19 @@ const plugin: FastifyPluginAsync<ToolnexusA2AOptions> = async function toolnexus
     maxRunning: opts.maxRunningTasks,
     maxQueued: opts.maxQueuedTasks,
   })
-  const dispatcher = new JsonRpcDispatcher({ store, runner, events })
+  const follower = new StoreFollower({ store, runner, log: fastify.log })
+  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower })
+  const recovery = new RecoveryService({ store, self: runner.self, log: fastify.log, leaseTtlMs: opts.leaseTtlMs })
   fastify.decorate("taskStore", store)
-  if (opts.recoverInterrupted !== false) {
-    fastify.addHook("onReady", async () => {
-      try {
-        await recoverInterrupted({ store, self: runner.self, log: fastify.log })
-      } catch (err) {
-        fastify.log.error(errorFields(err), "could not look for tasks interrupted by a stopped server")
-      }
-    })
-  }
+  fastify.addHook("onReady", async () => {
+    await follower.start()
+    if (opts.recoverInterrupted !== false) await recovery.start()
+  })
   // preClose, so blocking requests waiting on a task end before the server waits on them.
   fastify.addHook("preClose", async () => runner.stop(opts.shutdownGraceMs ?? 10_000))
   fastify.addHook("onClose", async () => {
+    await recovery.stop()
+    await follower.close()
     if (ownsStore) await store.close?.()
   })
 
@@ -203,7 +208,7 @@ function checkOptions(opts: ToolnexusA2AOptions): void {
   if (opts.bodyLimit !== undefined && !(Number.isInteger(opts.bodyLimit) && opts.bodyLimit > 0)) {
     throw new TypeError("toolnexus: opts.bodyLimit should be a positive integer number of bytes")
   }
-  for (const key of ["maxRunningTasks", "maxQueuedTasks"] as const) {
+  for (const key of ["maxRunningTasks", "maxQueuedTasks", "leaseTtlMs"] as const) {
     if (opts[key] !== undefined && !(Number.isInteger(opts[key]) && opts[key] > 0)) throw new TypeError(`toolnexus: opts.${key} should be a positive integer`)
   }
   if (opts.rateLimit !== undefined && !(Number.isInteger(opts.rateLimit?.max) && opts.rateLimit.max > 0 && opts.rateLimit.timeWindow !== undefined)) {

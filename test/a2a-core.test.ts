@@ -1,5 +1,6 @@
 import t from "tap"
 import { A2AError, ErrorCode } from "../lib/a2a/errors.js"
+import { StoreFollower } from "../lib/a2a/follower.js"
 import { JsonRpcDispatcher, type DispatchOutcome } from "../lib/a2a/jsonrpc.js"
 import { TaskEvents } from "../lib/a2a/events.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
@@ -13,7 +14,7 @@ function setup(respond: ModelFunction | Client = () => "DONE", store: TaskStore 
   const client = typeof respond === "function" ? createLocalClient(respond) : respond
   const events = new TaskEvents()
   const runner = new TaskRunner({ store, client, log, events })
-  const dispatcher = new JsonRpcDispatcher({ store, runner, events, pollIntervalMs: 10 })
+  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower: new StoreFollower({ store, runner, log, pollIntervalMs: 10 }) })
   const call = async (body: unknown) => (await dispatcher.dispatch(body, { log })).response as any
   return { store, log, runner, dispatcher, call }
 }

@@ -1,6 +1,7 @@
 import http from "node:http"
 import t from "tap"
 import { TaskEvents } from "../lib/a2a/events.js"
+import { StoreFollower } from "../lib/a2a/follower.js"
 import { JsonRpcDispatcher } from "../lib/a2a/jsonrpc.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
 import { negotiateVersion } from "../lib/a2a/wire.js"
@@ -13,7 +14,7 @@ function setup(respond: ModelFunction, store: TaskStore = new RecordingStore()) 
   const log = memoryLogger()
   const events = new TaskEvents()
   const runner = new TaskRunner({ store, client: createLocalClient(respond), log, events })
-  const dispatcher = new JsonRpcDispatcher({ store, runner, events, pollIntervalMs: 10 })
+  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower: new StoreFollower({ store, runner, log, pollIntervalMs: 10 }) })
   const call = async (body: unknown, version?: string) => (await dispatcher.dispatch(body, { log, version })).response as any
   return { store, runner, events, dispatcher, call, log }
 }

@@ -5,6 +5,7 @@ import type { TaskStore } from "../stores/task-store.js"
 import type { A2ATask } from "../types.js"
 import { A2AError, ErrorCode, truncate, type JsonRpcErrorObject } from "./errors.js"
 import { eventQueue, type TaskEvent, type TaskEvents } from "./events.js"
+import type { StoreFollower } from "./follower.js"
 import { parseListTasksParams, parseSendMessageParams, parseTaskIdParams, type SendMessageParams } from "./params.js"
 import { isFinalForNow, isTerminal, type StartedTask, type TaskRunner } from "./runner.js"
 import { codecFor, messageFromWire, negotiateVersion, stateFromWire, type WireCodec, type WireVersion } from "./wire.js"
@@ -49,8 +50,8 @@ export interface DispatcherOptions {
   store: TaskStore
   runner: TaskRunner
   events: TaskEvents
-  /** How often a stream of a task running in another process polls the store (default 500 ms). */
-  pollIntervalMs?: number
+  /** Follows tasks running in other processes, for SubscribeToTask. */
+  follower: StoreFollower
 }
 
 /** What a handler works with and may note about its call. */
@@ -251,7 +252,7 @@ export class JsonRpcDispatcher {
       }
       if (this.opts.runner.isRunning(task.id) && !isFinalForNow(task.status.state)) return { stream: taskStream(task, events, call.codec) }
       events.close()
-      return { stream: taskStream(task, pollStore(this.opts.store, task, call.signal, this.opts.pollIntervalMs ?? 500), call.codec) }
+      return { stream: taskStream(task, this.opts.follower.follow(task, call.signal), call.codec) }
     } catch (err) {
       events.close()
       throw err
@@ -291,34 +292,6 @@ async function* taskStream(first: A2ATask, events: AsyncIterable<TaskEvent>, cod
     yield codec.streamEvent(event, final)
     if (final) return
   }
-}
-
-/** Events of a task running in another process, seen by polling the store until the signal aborts. */
-async function* pollStore(store: TaskStore, first: A2ATask, signal: AbortSignal, intervalMs: number): AsyncIterable<TaskEvent> {
-  let last = first
-  while (!signal.aborted) {
-    await sleep(intervalMs, signal)
-    if (signal.aborted) return
-    const task = await store.get(first.id)
-    if (task === undefined) return
-    if (task.status.state !== last.status.state || task.status.timestamp !== last.status.timestamp) {
-      for (const artifact of (task.artifacts ?? []).slice(last.artifacts?.length ?? 0)) yield { type: "artifact", task, artifact }
-      yield { type: "status", task }
-      last = task
-    }
-  }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms)
-    function done() {
-      clearTimeout(timer)
-      signal.removeEventListener("abort", done)
-      resolve()
-    }
-    signal.addEventListener("abort", done, { once: true })
-  })
 }
 
 /** Wraps stream results as JSON-RPC responses; a failure mid-stream becomes an error response that ends it. */

@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto"
 import { internalsOf, type RunnerId } from "../internals.js"
 import { errorFields, type Logger } from "../log.js"
-import type { TaskStore } from "../stores/task-store.js"
+import { TaskConflictError, type LeaseBook, type TaskStore } from "../stores/task-store.js"
 import type { A2ATask, TaskState } from "../types.js"
 
 /** Says whether the process that wrote `runner` may still be running the task. */
-export type LivenessCheck = (runner: RunnerId, self: RunnerId) => boolean
+export type LivenessCheck = (runner: RunnerId, self: RunnerId) => boolean | Promise<boolean>
 
 /**
  * The default check, for processes sharing one host (a rolling redeploy on
@@ -31,6 +31,11 @@ function isPidAlive(pid: number): boolean {
   }
 }
 
+/** For stores shared across hosts: alive while its lease is. */
+export function leaseLiveness(leases: LeaseBook): LivenessCheck {
+  return (runner, self) => runner.instance === self.instance || leases.isAlive(runner.instance)
+}
+
 const UNFINISHED: TaskState[] = ["submitted", "working"]
 
 /**
@@ -50,7 +55,7 @@ export async function recoverInterrupted(opts: { store: TaskStore; self: RunnerI
       const page = await store.list({ status: state, pageSize: 100, pageToken, includeArtifacts: true })
       for (const task of page.tasks) {
         const runner = internalsOf(task).runner
-        if (runner !== undefined && !isAlive(runner, self)) orphans.push(task)
+        if (runner !== undefined && !(await isAlive(runner, self))) orphans.push(task)
       }
       pageToken = page.nextPageToken || undefined
     } while (pageToken)
@@ -71,9 +76,59 @@ export async function recoverInterrupted(opts: { store: TaskStore; self: RunnerI
         failed.push(task.id)
         log.warn({ taskId: task.id, state: "failed", previousState: state, deadPid: runner.pid }, "recovered a task interrupted by a stopped server")
       } catch (err) {
+        if (err instanceof TaskConflictError) continue // finished meanwhile by someone else
         log.error({ taskId: task.id, ...errorFields(err) }, "could not mark an interrupted task failed")
       }
     }
   }
   return failed
+}
+
+/**
+ * Recovery for the life of a server. On a store with leases (shared by
+ * servers on several hosts) it renews this server's lease every third of
+ * `leaseTtlMs` and sweeps for dead servers' Tasks every `leaseTtlMs`; on
+ * any other store it sweeps once, at start, by pid.
+ */
+export class RecoveryService {
+  private timers: NodeJS.Timeout[] = []
+  private readonly ttl: number
+
+  constructor(private readonly opts: { store: TaskStore; self: RunnerId; log: Logger; leaseTtlMs?: number }) {
+    this.ttl = opts.leaseTtlMs ?? 15_000
+  }
+
+  async start(): Promise<void> {
+    const { store, self, log } = this.opts
+    const leases = store.leases
+    const sweep = async () => {
+      try {
+        await recoverInterrupted({ store, self, log, isAlive: leases ? leaseLiveness(leases) : sameHostLiveness })
+      } catch (err) {
+        log.error(errorFields(err), "could not look for tasks interrupted by a stopped server")
+      }
+    }
+    if (!leases) return sweep()
+    const renew = async () => {
+      try {
+        await leases.renew(self.instance, this.ttl)
+      } catch (err) {
+        log.warn(errorFields(err), "could not renew this server's lease")
+      }
+    }
+    await renew()
+    await sweep()
+    this.timers = [setInterval(renew, Math.max(1, Math.floor(this.ttl / 3))), setInterval(sweep, this.ttl)]
+    for (const timer of this.timers) timer.unref()
+  }
+
+  async stop(): Promise<void> {
+    for (const timer of this.timers) clearInterval(timer)
+    this.timers = []
+    try {
+      await this.opts.store.leases?.release(this.opts.self.instance)
+    } catch (err) {
+      this.opts.log.warn(errorFields(err), "could not release this server's lease")
+    }
+  }
 }

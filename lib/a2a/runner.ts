@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto"
 import type { ChatMessage, Client } from "../client.js"
 import { errorFields, type Logger } from "../log.js"
-import type { TaskStore } from "../stores/task-store.js"
+import { TaskConflictError, type TaskStore } from "../stores/task-store.js"
 import type { Toolkit } from "../toolkit.js"
 import type { A2AArtifact, A2AMessage, A2APart, A2ATask, TaskState } from "../types.js"
 import { TERMINAL_STATES } from "../types.js"
@@ -152,7 +152,12 @@ export class TaskRunner {
     }
     // Not running here: waiting for input, or left behind by a process that stopped.
     const canceled: A2ATask = { ...task, status: { state: "canceled", timestamp: now(), message: agentMessage(task, "Canceled at the peer's request") } }
-    await this.opts.store.save(canceled)
+    try {
+      await this.opts.store.save(canceled)
+    } catch (err) {
+      if (!(err instanceof TaskConflictError)) throw err
+      throw new A2AError(ErrorCode.TaskNotCancelable, `Task ${truncate(id)} was ${err.stored.status.state} meanwhile and cannot be canceled`, { taskId: truncate(id) })
+    }
     this.published(canceled)
     return canceled
   }
@@ -284,14 +289,45 @@ export class TaskRunner {
     try {
       await this.transition(record, { ...record.task, status, ...extra }, artifact)
     } catch (err) {
+      if (err instanceof TaskConflictError) return // finished elsewhere first; already logged
       this.opts.log.error({ taskId: record.task.id, state, ...errorFields(err) }, "task store failed to save the final state")
     }
   }
 
   private async transition(record: Running, next: A2ATask, artifact?: A2AArtifact): Promise<void> {
-    await this.opts.store.save(next)
+    try {
+      await this.opts.store.save(next)
+    } catch (err) {
+      if (err instanceof TaskConflictError) this.endedElsewhere(record, err.stored)
+      throw err
+    }
     record.task = next
     this.published(next, artifact)
+  }
+
+  /**
+   * Tells the runner what a shared store now holds for a task (another
+   * server saved it): a task this process runs that was finished elsewhere
+   * (canceled on another server, or recovered) stops here at once.
+   */
+  noticeStored(task: A2ATask): void {
+    const record = this.running.get(task.id)
+    if (!record || record.finished || !isTerminal(task.status.state)) return
+    this.endedElsewhere(record, task)
+    if (!record.started) {
+      this.queue.splice(this.queue.indexOf(record), 1)
+      record.settle()
+    }
+  }
+
+  /** Another writer's final word stands: stop the work, save nothing more, tell local streams. */
+  private endedElsewhere(record: Running, stored: A2ATask): void {
+    if (record.finished) return
+    record.finished = true
+    record.controller.abort(new Error(`the task was ${stored.status.state} by another server`))
+    record.task = stored
+    this.opts.log.info({ taskId: stored.id, state: stored.status.state }, "task finished by another server; its run here stopped")
+    this.opts.events.publish({ type: "status", task: stored })
   }
 
   /** Logs a saved state and tells the task's streams, the artifact first. */
