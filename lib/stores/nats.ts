@@ -1,0 +1,477 @@
+import { createHash } from "node:crypto"
+import { setTimeout as sleep } from "node:timers/promises"
+import type { KV, KvEntry, NatsConnection, QueuedIterator } from "nats"
+import type { A2ATask } from "../types.js"
+import { TERMINAL_STATES } from "../types.js"
+import { pageOfTasks, type TaskPage, type TaskQuery } from "./list.js"
+import { TaskConflictError, type LeaseBook, type TaskStore } from "./task-store.js"
+
+export interface NatsTaskStoreOptions {
+  /** The JetStream KV bucket holding the Tasks (default "toolnexus_tasks"); created on first use. */
+  bucket?: string
+  /** The KV bucket holding the servers' leases (default "toolnexus_leases"); created on first lease call. */
+  leaseBucket?: string
+}
+
+/** The nats module, as `import("nats")` gives it. */
+type NatsDriver = typeof import("nats")
+
+interface Connection {
+  driver: NatsDriver
+  nc: NatsConnection
+  tasks: KV
+}
+
+const DEFAULT_BUCKET = "toolnexus_tasks"
+const DEFAULT_LEASE_BUCKET = "toolnexus_leases"
+/** What the nats client accepts as a bucket name, kept short: it names the stream, a directory on the server. */
+const BUCKET_NAME = /^[-\w]{1,64}$/
+/** JetStream's "wrong last sequence": the key changed since we read its revision. */
+const WRONG_LAST_SEQUENCE = 10071
+/** Tries of one save against other writers before it gives up (2-3 s of backing off in all). */
+const MAX_SAVE_ATTEMPTS = 10
+/** Leases are dropped by the server this long after their last renewal, so dead instances leave nothing behind. */
+const LEASE_BUCKET_MAX_AGE_MS = 24 * 60 * 60_000
+/** How often the offset between our clock and the server's is measured again when only isAlive is called. */
+const CLOCK_RECHECK_MS = 60_000
+/** A key no encoded id can have (those have no dot), written to read the server's clock. */
+const CLOCK_KEY = "toolnexus.clock"
+
+/**
+ * Tasks in a NATS JetStream KV bucket, shared by every server that points
+ * at it: one key per Task id, the Task as JSON.
+ *
+ * - Saves are compare-and-set on the key's revision: a save reads the entry,
+ *   refuses to replace a terminal Task (TaskConflictError), and writes only
+ *   if no one wrote in between, else reads again and retries. Every
+ *   acknowledged save is its own revision; none is lost to a concurrent one.
+ *   Saves and deletes of one id through one store take effect in call order.
+ * - `watch` tells of every save and delete, by any server, as it happens.
+ * - `leases` live in a second bucket and are judged by the server's clock.
+ * - `list` reads every Task: O(n) per call, fine for thousands of Tasks.
+ *
+ * The `nats` package is imported and the connection made on first use, so
+ * constructing a store does no I/O and needs nothing installed.
+ */
+export class NatsTaskStore implements TaskStore {
+  readonly bucket: string
+  readonly leaseBucket: string
+  /** The server URL without credentials, fit for logs. */
+  readonly server: string
+  /** An ES private field: it stays out of JSON.stringify and util.inspect of the store. */
+  readonly #credentials: { user?: string; pass?: string; token?: string }
+  private connection: Promise<Connection> | undefined
+  private leaseKv: Promise<KV> | undefined
+  private closing: Promise<void> | undefined
+  /** The tail of the write chain per id, so saves and deletes of one id never overtake each other. */
+  private readonly pending = new Map<string, Promise<void>>()
+  /** Server clock minus ours, in ms, as last measured. */
+  private clockOffsetMs: number | undefined
+  private clockMeasuredAt = 0
+
+  readonly leases: LeaseBook = {
+    renew: (instance, ttlMs) => this.renewLease(instance, ttlMs),
+    isAlive: (instance) => this.isLeaseAlive(instance),
+    release: (instance) => this.releaseLease(instance),
+  }
+
+  constructor(url: string, opts: NatsTaskStoreOptions = {}) {
+    if (opts === null || typeof opts !== "object") throw new TypeError("NatsTaskStore: opts should be an object like { bucket, leaseBucket }")
+    const { server, ...credentials } = parseServerUrl(url)
+    this.server = server
+    this.#credentials = credentials
+    this.bucket = bucketName("opts.bucket", opts.bucket ?? DEFAULT_BUCKET)
+    this.leaseBucket = bucketName("opts.leaseBucket", opts.leaseBucket ?? DEFAULT_LEASE_BUCKET)
+    if (this.leaseBucket === this.bucket) throw new TypeError(`NatsTaskStore: opts.leaseBucket should differ from opts.bucket (both are "${this.bucket}")`)
+  }
+
+  async get(id: string): Promise<A2ATask | undefined> {
+    this.assertOpen()
+    const key = natsKey(id)
+    const { tasks } = await this.connected()
+    const entry = await withContext(`read task ${quote(id)}`, () => tasks.get(key))
+    return entry?.operation === "PUT" ? this.taskIn(entry, id) : undefined
+  }
+
+  async save(task: A2ATask): Promise<void> {
+    this.assertOpen()
+    if (task === null || typeof task !== "object") throw new TypeError("NatsTaskStore.save needs a Task object")
+    const key = natsKey(task.id)
+    // Serialized now, so a caller mutating the Task after save() cannot change what is stored.
+    const value = new TextEncoder().encode(JSON.stringify(task))
+    return this.inOrder(task.id, () => this.write(task.id, key, value))
+  }
+
+  /** Reads every Task in the bucket: O(n) per call, fine for thousands of Tasks. */
+  async list(query: TaskQuery): Promise<TaskPage> {
+    this.assertOpen()
+    const { driver, tasks } = await this.connected()
+    const latest = new Map<string, KvEntry>()
+    await withContext("list tasks", async () => {
+      let initialized = false
+      let entries: QueuedIterator<KvEntry> | undefined = undefined
+      // Fires once the last value of every key was delivered, maybe before watch() returns; what was queued is still read.
+      const initializedFn = () => {
+        initialized = true
+        entries?.stop()
+      }
+      entries = await tasks.watch({ include: driver.KvWatchInclude.LastValue, initializedFn })
+      if (initialized) entries.stop()
+      // Updates that arrive while reading replace the values read before them.
+      for await (const entry of entries) {
+        if (entry.operation === "PUT") latest.set(entry.key, entry)
+        else latest.delete(entry.key)
+      }
+    })
+    const all: A2ATask[] = []
+    for (const [key, entry] of latest) all.push(this.taskIn(entry, idFromNatsKey(key)))
+    return pageOfTasks(all, query)
+  }
+
+  async delete(id: string): Promise<void> {
+    this.assertOpen()
+    const key = natsKey(id)
+    return this.inOrder(id, async () => {
+      const { tasks } = await this.connected()
+      await withContext(`delete task ${quote(id)}`, () => tasks.delete(key))
+    })
+  }
+
+  /**
+   * Calls `onChange(id)` for every save and delete in the bucket from now on,
+   * by any server. Only headers travel, not the Tasks. A delete of an id so
+   * long its key is a hash cannot be named, and is not reported. A throwing
+   * `onChange` does not stop the watch.
+   */
+  async watch(onChange: (id: string) => void): Promise<() => Promise<void>> {
+    this.assertOpen()
+    const { driver, tasks } = await this.connected()
+    const updates = await withContext("watch tasks", () => tasks.watch({ include: driver.KvWatchInclude.UpdatesOnly, headers_only: true }))
+    const done = (async () => {
+      try {
+        for await (const entry of updates) {
+          const id = idFromNatsKey(entry.key) ?? (entry.operation === "PUT" ? await this.idOfHashedKey(tasks, entry.key) : undefined)
+          if (id === undefined) continue
+          try {
+            onChange(id)
+          } catch {
+            // The watcher's own fault; later changes are still reported.
+          }
+        }
+      } catch {
+        // The connection closed under the watch: it ends, and watchers fall back to re-reading.
+      }
+    })()
+    return async () => {
+      updates.stop()
+      await done
+    }
+  }
+
+  /** Waits for the saves and deletes already called, then drains the connection. Calling it again is harmless. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await Promise.all(this.pending.values())
+      const connection = await this.connection?.catch(() => undefined)
+      if (connection && !connection.nc.isClosed()) await connection.nc.drain()
+    })()
+    return this.closing
+  }
+
+  private assertOpen(): void {
+    if (this.closing) throw closedError()
+  }
+
+  /** Imports the driver; a subclass may get it elsewhere. */
+  protected loadDriver(): Promise<NatsDriver> {
+    return loadNatsDriver()
+  }
+
+  /**
+   * One connection and the task bucket, made on first use; a failed attempt
+   * is retried by the next call. After close(), the writes called before it
+   * still get the open connection, and nothing connects again.
+   */
+  private connected(): Promise<Connection> {
+    if (this.connection) return this.connection
+    if (this.closing) return Promise.reject(closedError())
+    const attempt = this.open()
+    this.connection = attempt
+    attempt.catch(() => {
+      if (this.connection === attempt) this.connection = undefined
+    })
+    return attempt
+  }
+
+  private async open(): Promise<Connection> {
+    const driver = await this.loadDriver()
+    let nc: NatsConnection
+    try {
+      nc = await driver.connect({ servers: this.server, ...this.#credentials, name: "toolnexus", maxReconnectAttempts: -1 })
+    } catch (err) {
+      throw new Error(`NatsTaskStore could not connect to ${this.server}: ${messageOf(err)}`, { cause: err })
+    }
+    try {
+      const tasks = await nc.jetstream().views.kv(this.bucket, { history: 1 })
+      void nc.closed().then(() => this.forget(nc))
+      return { driver, nc, tasks }
+    } catch (err) {
+      await nc.close().catch(() => {})
+      throw new Error(`NatsTaskStore could not open the KV bucket "${this.bucket}" on ${this.server} (does the server run with JetStream?): ${messageOf(err)}`, { cause: err })
+    }
+  }
+
+  /** A connection that closed without close() (say, the server revoked it): the next call connects again. */
+  private forget(nc: NatsConnection): void {
+    void this.connection?.then((connection) => {
+      if (connection.nc !== nc || this.closing) return
+      this.connection = undefined
+      this.leaseKv = undefined
+    })
+  }
+
+  /** Compare-and-set on the key's revision, until it lands or the stored Task is terminal. */
+  private async write(id: string, key: string, value: Uint8Array): Promise<void> {
+    const { tasks } = await this.connected()
+    for (let attempt = 1; ; attempt++) {
+      const entry = await withContext(`read task ${quote(id)}`, () => tasks.get(key))
+      const stored = entry?.operation === "PUT" ? this.taskIn(entry, id) : undefined
+      if (stored && TERMINAL_STATES.has(stored.status.state)) throw new TaskConflictError(id, stored)
+      try {
+        // Revision 0 means "no entry yet"; a delete marker has a revision like any entry.
+        await tasks.put(key, value, { previousSeq: entry?.revision ?? 0 })
+        return
+      } catch (err) {
+        if (!isWrongLastSequence(err)) throw new Error(`NatsTaskStore could not save task ${quote(id)}: ${messageOf(err)}`, { cause: err })
+        if (attempt >= MAX_SAVE_ATTEMPTS) {
+          throw new Error(`NatsTaskStore could not save task ${quote(id)}: other writers changed it before each of ${attempt} tries`, { cause: err })
+        }
+      }
+      // Someone wrote in between: back off a random while, growing, so two writers stop colliding.
+      await sleep(Math.min(1000, 10 * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2))
+    }
+  }
+
+  /** The Task in an entry; an error when it is not JSON, not a Task, or not the Task asked for. */
+  private taskIn(entry: KvEntry, id: string | undefined): A2ATask {
+    const where = `in bucket "${this.bucket}" at key ${quote(entry.key)}`
+    let task: A2ATask
+    try {
+      task = entry.json<A2ATask>()
+    } catch (err) {
+      throw new Error(`NatsTaskStore found a corrupt entry ${where}: ${messageOf(err)}`, { cause: err })
+    }
+    if (task === null || typeof task !== "object" || typeof task.id !== "string" || typeof task.status?.state !== "string") {
+      throw new Error(`NatsTaskStore found an entry ${where} that is not a Task`)
+    }
+    // A hashed key could in theory be shared; the id inside decides.
+    if (id === undefined ? natsKey(task.id) !== entry.key : task.id !== id) {
+      throw new Error(`NatsTaskStore found an entry ${where} that holds task ${quote(task.id)}${id === undefined ? "" : `, not ${quote(id)}`}`)
+    }
+    return task
+  }
+
+  private async idOfHashedKey(tasks: KV, key: string): Promise<string | undefined> {
+    try {
+      const entry = await tasks.get(key)
+      return entry?.operation === "PUT" ? this.taskIn(entry, undefined).id : undefined
+    } catch {
+      return undefined
+    }
+  }
+
+  /** Runs `write` after the writes of `id` called before it, whether they succeed or fail. */
+  private inOrder(id: string, write: () => Promise<void>): Promise<void> {
+    const result = (this.pending.get(id) ?? Promise.resolve()).then(write)
+    const tail = result.catch(() => {})
+    this.pending.set(id, tail)
+    void tail.then(() => {
+      if (this.pending.get(id) === tail) this.pending.delete(id)
+    })
+    return result
+  }
+
+  private leaseBook(): Promise<KV> {
+    this.assertOpen()
+    if (this.leaseKv) return this.leaseKv
+    const attempt = this.connected().then(({ nc }) =>
+      withContext(`open the KV bucket "${this.leaseBucket}"`, () => nc.jetstream().views.kv(this.leaseBucket, { history: 1, ttl: LEASE_BUCKET_MAX_AGE_MS })),
+    )
+    this.leaseKv = attempt
+    attempt.catch(() => {
+      if (this.leaseKv === attempt) this.leaseKv = undefined
+    })
+    return attempt
+  }
+
+  private async renewLease(instance: string, ttlMs: number): Promise<void> {
+    const key = natsKey(instance)
+    if (!(Number.isFinite(ttlMs) && ttlMs > 0 && ttlMs <= LEASE_BUCKET_MAX_AGE_MS)) {
+      throw new TypeError(`NatsTaskStore.leases.renew: ttlMs should be a number of milliseconds > 0 and <= ${LEASE_BUCKET_MAX_AGE_MS}`)
+    }
+    const leases = await this.leaseBook()
+    const value = new TextEncoder().encode(JSON.stringify({ instance, ttlMs } satisfies Lease))
+    await withContext(`renew the lease of ${quote(instance)}`, () => this.putAndReadClock(leases, key, value))
+  }
+
+  /**
+   * Alive while the server's clock is before the lease's last write (the
+   * server's time) plus its ttl. Our clock is only used to carry the
+   * server's forward, corrected by the offset measured at each write: hosts
+   * whose clocks disagree still agree on leases, within half a round trip.
+   */
+  private async isLeaseAlive(instance: string): Promise<boolean> {
+    const key = natsKey(instance)
+    const leases = await this.leaseBook()
+    return withContext(`read the lease of ${quote(instance)}`, async () => {
+      if (this.clockOffsetMs === undefined || Date.now() - this.clockMeasuredAt > CLOCK_RECHECK_MS) {
+        await this.putAndReadClock(leases, CLOCK_KEY, new Uint8Array(0))
+      }
+      const entry = await leases.get(key)
+      if (entry?.operation !== "PUT") return false
+      let lease: Lease
+      try {
+        lease = entry.json<Lease>()
+      } catch {
+        return false
+      }
+      if (lease?.instance !== instance || typeof lease.ttlMs !== "number") return false
+      return entry.created.getTime() + lease.ttlMs > Date.now() + (this.clockOffsetMs ?? 0)
+    })
+  }
+
+  private async releaseLease(instance: string): Promise<void> {
+    const key = natsKey(instance)
+    const leases = await this.leaseBook()
+    await withContext(`release the lease of ${quote(instance)}`, () => leases.purge(key))
+  }
+
+  /** Writes, then reads the server's timestamp of that write to learn how far our clock is from the server's. */
+  private async putAndReadClock(kv: KV, key: string, value: Uint8Array): Promise<void> {
+    const sent = Date.now()
+    const revision = await kv.put(key, value)
+    const acked = Date.now()
+    const entry = await kv.get(key, { revision })
+    if (entry === null) return // already replaced by a newer write; measure next time
+    this.clockOffsetMs = entry.created.getTime() - (sent + acked) / 2
+    this.clockMeasuredAt = acked
+  }
+}
+
+interface Lease {
+  instance: string
+  ttlMs: number
+}
+
+/**
+ * Imports the nats driver, with an error that says what to install when it
+ * is missing. `specifier` is for tests.
+ */
+export async function loadNatsDriver(specifier = "nats"): Promise<NatsDriver> {
+  let driver: NatsDriver
+  try {
+    driver = (await import(specifier)) as NatsDriver
+  } catch (err) {
+    // By message, not only by code: loaders (tsx, bundlers) throw it without ERR_MODULE_NOT_FOUND.
+    const message = messageOf(err)
+    if (/^Cannot find (package|module) /.test(message) && message.includes(`'${specifier}'`)) {
+      throw new Error(`NatsTaskStore needs the "${specifier}" package: npm install ${specifier}`, { cause: err })
+    }
+    throw new Error(`NatsTaskStore could not load the "${specifier}" package: ${message}`, { cause: err })
+  }
+  if (typeof driver?.connect !== "function") throw new Error(`NatsTaskStore: the "${specifier}" package has no connect(); it needs nats@2`)
+  return driver
+}
+
+const PLAIN_ID = /^[A-Za-z0-9_-]+$/
+const MAX_KEY_LENGTH = 1024
+/** A UTF-16 surrogate with no partner: it has no UTF-8 form, so two such ids could share a key. */
+const LONE_SURROGATE = /\p{Cs}/u
+
+/**
+ * The KV key of a Task id (or lease instance). NATS keys allow only
+ * `[-/_=.a-zA-Z0-9]`, and the bucket tells case apart, so:
+ *
+ * - ids of letters, digits, `-` and `_` are their own key: `abc-123`;
+ * - any other id is `=` and the base64url of its UTF-8: `a/b` → `=YS9i`
+ *   (no plain id has `=`, and no base64url starts with it);
+ * - an id whose key would pass 1024 characters is `==` and its SHA-256 in
+ *   hex, and the id stored inside tells it apart. Keys stay well under the
+ *   4 KB protocol line the subject must fit in.
+ */
+export function natsKey(id: string): string {
+  if (typeof id !== "string" || id.length === 0) {
+    throw new TypeError(`A Task id must be a non-empty string, got ${typeof id === "string" ? '""' : typeof id}`)
+  }
+  if (id.length <= MAX_KEY_LENGTH && PLAIN_ID.test(id)) return id
+  if (LONE_SURROGATE.test(id)) throw new TypeError("A Task id must be well-formed Unicode (it has a lone surrogate)")
+  const encoded = "=" + Buffer.from(id, "utf8").toString("base64url")
+  if (encoded.length <= MAX_KEY_LENGTH) return encoded
+  return "==" + createHash("sha256").update(id, "utf8").digest("hex")
+}
+
+/** The id a key was made from, or `undefined` for hashed keys (read the entry) and foreign keys. */
+export function idFromNatsKey(key: string): string | undefined {
+  if (key.length <= MAX_KEY_LENGTH && PLAIN_ID.test(key)) return key
+  if (!key.startsWith("=") || key.startsWith("==")) return undefined
+  const id = Buffer.from(key.slice(1), "base64url").toString("utf8")
+  // Buffer decoding forgives; only the one spelling natsKey makes counts.
+  return id.length > 0 && natsKey(id) === key ? id : undefined
+}
+
+/** `nats://[user:pass@]host[:port]`; a user alone is a token. */
+function parseServerUrl(url: unknown): { server: string; user?: string; pass?: string; token?: string } {
+  const wanted = 'NatsTaskStore: url should be "nats://[user:pass@]host[:port]", e.g. "nats://127.0.0.1:4222"'
+  if (typeof url !== "string") throw new TypeError(`${wanted}, got ${url === null ? "null" : `a ${typeof url}`}`)
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    throw new TypeError(`${wanted}; got a string that is not a URL`)
+  }
+  // Never echo the URL: it may hold a password.
+  if (parsed.protocol !== "nats:") throw new TypeError(`${wanted}; got a ${parsed.protocol} URL`)
+  if (parsed.hostname === "") throw new TypeError(`${wanted}; got no host`)
+  if ((parsed.pathname !== "" && parsed.pathname !== "/") || parsed.search !== "" || parsed.hash !== "") {
+    throw new TypeError(`${wanted}; got a path, query or fragment after the host`)
+  }
+  const server = `nats://${parsed.host}`
+  const user = decodeURIComponent(parsed.username)
+  const pass = decodeURIComponent(parsed.password)
+  if (user !== "" && pass !== "") return { server, user, pass }
+  if (user !== "") return { server, token: user }
+  if (pass !== "") throw new TypeError(`${wanted}; got a password without a user`)
+  return { server }
+}
+
+function bucketName(option: string, value: unknown): string {
+  if (typeof value === "string" && BUCKET_NAME.test(value)) return value
+  const got = typeof value === "string" ? JSON.stringify(value.slice(0, 80)) : value === null ? "null" : `a ${typeof value}`
+  throw new TypeError(`NatsTaskStore: ${option} should be a KV bucket name of 1-64 letters, digits, "-" or "_", got ${got}`)
+}
+
+function isWrongLastSequence(err: unknown): boolean {
+  return (err as { api_error?: { err_code?: number } })?.api_error?.err_code === WRONG_LAST_SEQUENCE
+}
+
+/** Runs a driver call, naming what it was doing when it fails: the driver's own messages are terse ("TIMEOUT"). */
+async function withContext<T>(doing: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call()
+  } catch (err) {
+    if (err instanceof Error && err.message.startsWith("NatsTaskStore")) throw err
+    throw new Error(`NatsTaskStore could not ${doing}: ${messageOf(err)}`, { cause: err })
+  }
+}
+
+function closedError(): Error {
+  return new Error("NatsTaskStore is closed")
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err)
+}
+
+function quote(id: string): string {
+  return JSON.stringify(id.length > 128 ? id.slice(0, 128) + "…" : id)
+}

@@ -1,0 +1,311 @@
+import { randomUUID } from "node:crypto"
+import { inspect } from "node:util"
+import { connect, type KV, type NatsConnection } from "nats"
+import t, { type Test } from "tap"
+import { idFromNatsKey, loadNatsDriver, natsKey, NatsTaskStore } from "../lib/stores/nats.js"
+import { TaskConflictError } from "../lib/stores/task-store.js"
+import type { A2ATask } from "../lib/types.js"
+import { waitFor } from "./helpers.js"
+import { storeContract } from "./store-contract.js"
+
+// A NATS server with JetStream: `nats-server -js` on the default port, or NATS_URL.
+const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
+
+const task = (id: string, state: A2ATask["status"]["state"] = "submitted", extra: Partial<A2ATask> = {}): A2ATask => ({
+  id,
+  contextId: "ctx-1",
+  kind: "task",
+  status: { state, timestamp: new Date().toISOString() },
+  ...extra,
+})
+
+/** A plain client connection for looking at the buckets from outside the store; closed when the test ends. */
+async function rawConnection(t: Test): Promise<NatsConnection> {
+  const nc = await connect({ servers: NATS_URL })
+  t.teardown(() => nc.drain())
+  return nc
+}
+
+/** The bucket as the server holds it, without creating it. */
+async function rawBucket(t: Test, bucket: string): Promise<KV> {
+  return (await rawConnection(t)).jetstream().views.kv(bucket, { bindOnly: true })
+}
+
+/**
+ * `count` stores, each with its own connection, on one pair of new buckets;
+ * when the test ends they are closed and the buckets' streams deleted.
+ */
+async function storesOnNewBuckets(t: Test, count: number, url = NATS_URL): Promise<NatsTaskStore[]> {
+  const suffix = randomUUID().replaceAll("-", "")
+  const opts = { bucket: `tn_test_${suffix}`, leaseBucket: `tn_test_leases_${suffix}` }
+  const stores = Array.from({ length: count }, () => new NatsTaskStore(url, opts))
+  t.teardown(async () => {
+    await Promise.all(stores.map((store) => store.close()))
+    const nc = await connect({ servers: NATS_URL })
+    const jsm = await nc.jetstreamManager()
+    for (const bucket of [opts.bucket, opts.leaseBucket]) await jsm.streams.delete(`KV_${bucket}`).catch(() => {})
+    await nc.drain()
+  })
+  return stores
+}
+
+/** Every id a store's watch reports, and a way to wait for one. */
+async function watchIds(store: NatsTaskStore) {
+  const seen: string[] = []
+  const unwatch = await store.watch((id) => seen.push(id))
+  return { seen, unwatch, until: (id: string) => waitFor(() => seen.includes(id), 15_000, `a watch notification for ${JSON.stringify(id)}`) }
+}
+
+storeContract("NatsTaskStore", async (t) => (await storesOnNewBuckets(t, 1))[0])
+
+t.test("NatsTaskStore keys: plain ids as they are, others reversibly encoded, very long ones hashed", async (t) => {
+  const [store] = await storesOnNewBuckets(t, 1)
+  t.same(await store.list({}), { tasks: [], nextPageToken: "", totalSize: 0, pageSize: 50 }, "a new bucket lists nothing")
+  const long = "é".repeat(2000)
+  const nearlyLong = "é".repeat(1999) + "e"
+  const ids = ["abc-123", "ABC-123", "a/b", "a_b", "a.b", "a b", "日本", "=YS9i", long, nearlyLong]
+  for (const [i, id] of ids.entries()) await store.save(task(id, "working", { metadata: { i } }))
+  for (const [i, id] of ids.entries()) t.same((await store.get(id))?.metadata, { i }, `${JSON.stringify(id.slice(0, 20))} keeps its own task`)
+
+  const keys: string[] = []
+  for await (const key of await (await rawBucket(t, store.bucket)).keys()) keys.push(key)
+  t.equal(keys.length, ids.length, "one key per id")
+  t.ok(keys.includes("abc-123") && keys.includes("ABC-123") && keys.includes("a_b"), "plain ids are their own key")
+  t.ok(keys.includes("=YS9i"), '"a/b" is "=" and its base64url')
+  t.ok(keys.every((key) => /^[-/_=.a-zA-Z0-9]{1,1024}$/.test(key)), "every key is in the KV alphabet and at most 1024 characters")
+  t.equal(keys.filter((key) => /^==[0-9a-f]{64}$/.test(key)).length, 2, "the two very long ids are hashed, apart")
+
+  for (const id of ids.slice(0, -2)) t.equal(idFromNatsKey(natsKey(id)), id, `${JSON.stringify(id)} comes back from its key`)
+  t.equal(idFromNatsKey(natsKey(long)), undefined, "a hashed key names no id")
+  t.equal(idFromNatsKey("=YWJj"), undefined, 'only the spelling natsKey makes counts ("abc" is its own key)')
+  t.equal(idFromNatsKey("=YS9i="), undefined)
+  t.throws(() => natsKey(""), /non-empty string/)
+  t.throws(() => natsKey("a\ud800"), /well-formed Unicode/, "a lone surrogate would share the key of U+FFFD")
+  t.same((await store.list({ pageSize: 100 })).tasks.map((task) => task.id).sort(), [...ids].sort(), "list reads every key back to its id")
+  await store.delete("a b")
+  await store.delete(long)
+  t.equal((await store.list({})).totalSize, ids.length - 2, "deleted tasks are not listed")
+  t.equal(await store.get(long), undefined)
+  await t.rejects(store.get(""), /non-empty string/)
+  await t.rejects(store.save(task("\udc00")), /well-formed Unicode/)
+})
+
+t.test("NatsTaskStore reports an entry that is corrupt or holds another task as an error", async (t) => {
+  const [store] = await storesOnNewBuckets(t, 1)
+  await store.save(task("fine"))
+  const kv = await rawBucket(t, store.bucket)
+  await kv.put("other", JSON.stringify(task("someone-else")))
+  await t.rejects(store.get("other"), /key "other" that holds task "someone-else", not "other"/)
+  await t.rejects(store.list({}), /key "other" that holds task "someone-else", not "other"/, "list checks each entry's key too")
+  await kv.delete("other")
+  await kv.put("broken", '{"id":"broken","status":')
+  await t.rejects(store.get("broken"), /corrupt entry in bucket "tn_test_\w+" at key "broken"/)
+  await t.rejects(store.list({}), /corrupt entry/, "list does not skip it either")
+  await t.rejects(store.save(task("broken", "working")), /corrupt entry/, "a save cannot tell whether it may replace it")
+})
+
+t.test("NatsTaskStore refuses to replace a terminal task", async (t) => {
+  const [a, b] = await storesOnNewBuckets(t, 2)
+  await a.save(task("done", "working"))
+  await a.save(task("done", "completed", { metadata: { by: "a" } }))
+  for (const store of [a, b]) {
+    const err = await store.save(task("done", "working")).then(
+      () => undefined,
+      (err: unknown) => err,
+    )
+    t.type(err, TaskConflictError, "a later save is refused, from this server or another")
+    t.equal((err as TaskConflictError).taskId, "done")
+    t.same((err as TaskConflictError).stored.metadata, { by: "a" }, "the error carries what the store holds")
+  }
+  await t.rejects(a.save(task("done", "canceled")), TaskConflictError, "the first final word wins, even over another final word")
+  t.equal((await b.get("done"))?.status.state, "completed", "the stored task stays completed")
+  await a.delete("done")
+  await a.save(task("done", "working"))
+  t.equal((await b.get("done"))?.status.state, "working", "a deleted id can be used again")
+})
+
+t.test("NatsTaskStore: concurrent saves from two servers all land, each as its own revision", async (t) => {
+  // Two connections open the same new bucket at once, then race on one key.
+  const [a, b] = await storesOnNewBuckets(t, 2)
+  const perStore = 20
+  const saves = [a, b].flatMap((store, s) => Array.from({ length: perStore }, (_, i) => store.save(task("race", "working", { metadata: { s, i } }))))
+  const results = await Promise.allSettled(saves)
+  t.same(
+    results.filter((r) => r.status === "rejected").map((r) => String((r as PromiseRejectedResult).reason)),
+    [],
+    "no save failed",
+  )
+  const final = await a.get("race")
+  t.ok(final?.metadata && [0, 1].includes(final.metadata.s as number) && (final.metadata.i as number) < perStore, "the task is one that was written")
+  const entry = await (await rawBucket(t, a.bucket)).get("race")
+  t.equal(entry?.revision, 2 * perStore, "the key's revision counts every save: none was lost or merged")
+})
+
+t.test("NatsTaskStore: a terminal save racing others is never overwritten", async (t) => {
+  const [runner, canceler] = await storesOnNewBuckets(t, 2)
+  for (let round = 0; round < 5; round++) {
+    const id = `cancel-race-${round}`
+    await runner.save(task(id, "working"))
+    const progress = Array.from({ length: 10 }, (_, i) => runner.save(task(id, "working", { metadata: { i } })))
+    const cancel = canceler.save(task(id, "canceled", { metadata: { by: "canceler" } }))
+    const [progressResults, cancelResult] = await Promise.all([Promise.allSettled(progress), Promise.allSettled([cancel])])
+    t.equal(cancelResult[0].status, "fulfilled", `round ${round}: the cancel landed`)
+    const refused = progressResults.filter((r) => r.status === "rejected").map((r) => (r as PromiseRejectedResult).reason)
+    t.ok(
+      refused.every((err) => err instanceof TaskConflictError),
+      `round ${round}: the progress saves after the cancel were refused as conflicts`,
+    )
+    t.same((await runner.get(id))?.metadata, { by: "canceler" }, `round ${round}: the cancel stays`)
+  }
+})
+
+t.test("NatsTaskStore.watch reports other servers' saves and deletes until unwatched", async (t) => {
+  const [a, b, c] = await storesOnNewBuckets(t, 3)
+  await b.get("warm-up") // creates the bucket before anyone watches it
+  const watchA = await watchIds(a)
+  await b.save(task("w-1"))
+  await watchA.until("w-1")
+  await b.save(task("a/b", "working"))
+  await watchA.until("a/b")
+  const long = "ü".repeat(1500)
+  await b.save(task(long))
+  await watchA.until(long)
+  const before = watchA.seen.length
+  await b.delete("w-1")
+  await waitFor(() => watchA.seen.length > before, 15_000, "the delete")
+  t.equal(watchA.seen.at(-1), "w-1", "a delete is reported by id")
+  t.notOk(watchA.seen.includes("warm-up"), "reads are not changes")
+
+  await watchA.unwatch()
+  await watchA.unwatch()
+  const watchC = await watchIds(c)
+  await b.save(task("after"))
+  await watchC.until("after")
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  t.notOk(watchA.seen.includes("after"), "nothing is reported after unwatching")
+  await watchC.unwatch()
+})
+
+t.test("NatsTaskStore.watch reports only changes made after it started, and survives a throwing listener", async (t) => {
+  const [a, b] = await storesOnNewBuckets(t, 2)
+  await b.save(task("old"))
+  const seen: string[] = []
+  const unwatch = await a.watch((id) => {
+    seen.push(id)
+    throw new Error("a listener bug")
+  })
+  await b.save(task("new-1"))
+  await b.save(task("new-2"))
+  await waitFor(() => seen.includes("new-2"), 15_000, "the second change")
+  t.same(seen, ["new-1", "new-2"], "no history, and the first throw did not stop the watch")
+  await unwatch()
+})
+
+t.test("NatsTaskStore.leases", async (t) => {
+  const [a, b] = await storesOnNewBuckets(t, 2)
+  await a.leases.renew("host-1/1234", 60_000)
+  t.equal(await b.leases.isAlive("host-1/1234"), true, "another server sees a renewed lease")
+  t.equal(await b.leases.isAlive("host-2/1"), false, "an instance that never renewed is not alive")
+
+  await a.leases.renew("short", 300)
+  t.equal(await b.leases.isAlive("short"), true)
+  await waitFor(async () => !(await b.leases.isAlive("short")), 15_000, "the short lease to expire")
+  t.equal(await b.leases.isAlive("host-1/1234"), true, "the long lease is still alive")
+  await a.leases.renew("short", 60_000)
+  t.equal(await b.leases.isAlive("short"), true, "renewing revives an expired lease")
+
+  await a.leases.release("host-1/1234")
+  t.equal(await b.leases.isAlive("host-1/1234"), false, "a released lease is gone")
+  await a.leases.release("never-held")
+  await t.rejects(a.leases.renew("x", 0), /ttlMs should be a number of milliseconds > 0/)
+  await t.rejects(a.leases.renew("x", Number.NaN), /ttlMs/)
+  await t.rejects(a.leases.renew("x", 2 * 24 * 60 * 60_000), /ttlMs/)
+  await t.rejects(a.leases.renew("", 1000), /non-empty string/)
+})
+
+t.test("NatsTaskStore loads the nats driver on first use, and says what to install when it is missing", async (t) => {
+  t.equal(typeof (await loadNatsDriver()).connect, "function")
+  await t.rejects(loadNatsDriver("toolnexus-no-such-driver"), {
+    message: 'NatsTaskStore needs the "toolnexus-no-such-driver" package: npm install toolnexus-no-such-driver',
+  })
+
+  class StoreWithoutDriver extends NatsTaskStore {
+    protected override loadDriver() {
+      return loadNatsDriver("toolnexus-no-such-driver")
+    }
+  }
+  const store = new StoreWithoutDriver(NATS_URL, { bucket: "tn_never_created" })
+  await t.rejects(store.get("x"), /needs the "toolnexus-no-such-driver" package: npm install toolnexus-no-such-driver/)
+  await t.rejects(store.save(task("x")), /needs the "toolnexus-no-such-driver" package/, "every call says so, none hangs")
+  await store.close()
+})
+
+t.test("NatsTaskStore reports an unreachable server, and tries again on the next call", async (t) => {
+  const store = new NatsTaskStore("nats://127.0.0.1:1")
+  await t.rejects(store.get("x"), /NatsTaskStore could not connect to nats:\/\/127\.0\.0\.1:1/)
+  await t.rejects(store.get("x"), /could not connect/)
+  await store.close()
+  await t.rejects(store.get("x"), /NatsTaskStore is closed/)
+})
+
+t.test("NatsTaskStore takes user:pass@ in the URL and never shows it", async (t) => {
+  // The test server has no accounts, so it accepts any credentials: this shows they do not break the URL.
+  const [store] = await storesOnNewBuckets(t, 1, NATS_URL.replace("nats://", "nats://someone:s3cret@"))
+  t.equal(store.server, NATS_URL, "the server, without credentials")
+  await store.save(task("with-credentials"))
+  t.equal((await store.get("with-credentials"))?.id, "with-credentials")
+  t.notMatch(JSON.stringify(store), /s3cret/, "the store does not show them")
+  t.notMatch(inspect(store), /s3cret/)
+  const refused = (() => {
+    try {
+      return new NatsTaskStore("http://someone:s3cret@host:4222")
+    } catch (err) {
+      return err as Error
+    }
+  })()
+  t.match(refused, { message: /got a http: URL/ }, "a refused URL is described")
+  t.notMatch((refused as Error).message, /s3cret/, "but not shown")
+})
+
+t.test("NatsTaskStore.close waits for saves, is idempotent, and refuses calls after it", async (t) => {
+  const [store, other] = await storesOnNewBuckets(t, 2)
+  const watcher = await store.watch(() => {})
+  const saves = Array.from({ length: 10 }, (_, i) => store.save(task(`c-${i}`)))
+  await Promise.all([store.close(), store.close()])
+  await Promise.all(saves)
+  t.equal((await other.list({})).totalSize, 10, "every save called before close landed")
+  await watcher()
+  await t.rejects(store.get("c-1"), /NatsTaskStore is closed/)
+  await t.rejects(store.save(task("late")), /NatsTaskStore is closed/)
+  await t.rejects(store.watch(() => {}), /NatsTaskStore is closed/)
+  await t.rejects(store.leases.isAlive("x"), /NatsTaskStore is closed/)
+  t.equal(await other.get("late"), undefined)
+  await new NatsTaskStore(NATS_URL).close() // never connected: nothing to drain
+})
+
+t.test("NatsTaskStore refuses bad options, naming the option", async (t) => {
+  const bad: Array<[unknown, unknown, RegExp]> = [
+    [42, undefined, /url should be "nats:\/\/\[user:pass@\]host\[:port\]".*got a number/],
+    ["localhost:4222", undefined, /url should be .*got a localhost: URL/],
+    ["not a url", undefined, /url should be .*not a URL/],
+    ["nats://", undefined, /url should be .*got no host/],
+    ["nats://host:4222/path", undefined, /url should be .*path, query or fragment/],
+    ["nats://:secret@host", undefined, /url should be .*password without a user/],
+    [NATS_URL, null, /opts should be an object/],
+    [NATS_URL, { bucket: "has space" }, /opts\.bucket should be a KV bucket name .* got "has space"/],
+    [NATS_URL, { bucket: "a.b" }, /opts\.bucket should be/],
+    [NATS_URL, { bucket: "" }, /opts\.bucket should be/],
+    [NATS_URL, { bucket: "x".repeat(65) }, /opts\.bucket should be/],
+    [NATS_URL, { bucket: 7 }, /opts\.bucket should be .*got a number/],
+    [NATS_URL, { leaseBucket: "a*" }, /opts\.leaseBucket should be a KV bucket name/],
+    [NATS_URL, { bucket: "same", leaseBucket: "same" }, /opts\.leaseBucket should differ from opts\.bucket/],
+  ]
+  for (const [url, opts, message] of bad) {
+    t.throws(() => new NatsTaskStore(url as string, opts as never), message, `${JSON.stringify(url)} ${JSON.stringify(opts)}`)
+  }
+  const store = new NatsTaskStore("nats://[::1]:4222", { bucket: "My-Tasks_1" })
+  t.equal(store.server, "nats://[::1]:4222")
+  t.equal(store.bucket, "My-Tasks_1")
+  t.equal(store.leaseBucket, "toolnexus_leases")
+  t.equal(new NatsTaskStore("nats://127.0.0.1").bucket, "toolnexus_tasks")
+})
