@@ -4,6 +4,8 @@ import path from "node:path"
 import t, { type Test } from "tap"
 import { FileTaskStore } from "../lib/stores/file.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
+import { NatsTaskStore } from "../lib/stores/nats.js"
+import { PostgresTaskStore } from "../lib/stores/postgres.js"
 import { resolveStore } from "../lib/stores/resolve.js"
 import { storeContract } from "./store-contract.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
@@ -139,7 +141,19 @@ t.test("resolveStore", async (t) => {
   const custom = { get: async () => undefined, save: async () => {} }
   t.equal(resolveStore(custom), custom)
   t.throws(() => resolveStore("file:"), /names no directory/)
-  t.throws(() => resolveStore("redis:whatever"), /Unknown A2A store "redis:whatever": expected "memory", "file:<dir>" or an object with get\(id\) and save\(task\)/)
+  t.throws(() => resolveStore("redis:whatever"), /Unknown A2A store "redis:whatever": expected "memory", "file:<dir>", "postgres:\/\/…", "nats:\/\/…" or an object with get\(id\) and save\(task\)/)
+  t.type(resolveStore("postgres://u@127.0.0.1:5432/test?table=my_tasks"), PostgresTaskStore, "postgres:// needs no connection until first use")
+  t.type(resolveStore("postgresql://u@127.0.0.1/test"), PostgresTaskStore)
+  t.type(resolveStore("nats://127.0.0.1:4222?bucket=my_tasks"), NatsTaskStore)
+  t.throws(() => resolveStore("postgres://u@127.0.0.1/test?table=bad name"), /table/)
+  const withPassword = (() => {
+    try {
+      resolveStore("redis://user:hunter2@host")
+    } catch (err) {
+      return (err as Error).message
+    }
+  })()
+  t.match(withPassword, /Unknown A2A store "redis:\/\/user:\*\*\*@host"/, "a password in a selector is not echoed")
   t.throws(() => resolveStore({ get: () => undefined } as never), /Unknown A2A store \(an object without get\/save methods\)/)
   t.throws(() => resolveStore(42 as never), /Unknown A2A store \(a number\)/)
 })

@@ -1,16 +1,21 @@
 import { FileTaskStore } from "./file.js"
 import { InMemoryTaskStore } from "./memory.js"
+import { NatsTaskStore } from "./nats.js"
+import { PostgresTaskStore } from "./postgres.js"
 import { isTaskStore, type TaskStore } from "./task-store.js"
 
 /** What `serve()`'s `a2a.store` and `resolveStore()` accept. */
-export type StoreSelector = TaskStore | "memory" | `file:${string}` | string
+export type StoreSelector = TaskStore | "memory" | `file:${string}` | `postgres://${string}` | `nats://${string}` | string
 
-const ACCEPTED = `"memory", "file:<dir>" or an object with get(id) and save(task)`
+const ACCEPTED = `"memory", "file:<dir>", "postgres://…", "nats://…" or an object with get(id) and save(task)`
 
 /**
  * Turns a store selector into a TaskStore: omitted or "memory" → a new
- * InMemoryTaskStore; "file:<dir>" → a FileTaskStore on that directory; an
- * object with get/save → itself. Anything else throws.
+ * InMemoryTaskStore; "file:<dir>" → a FileTaskStore on that directory;
+ * "postgres://…" (or "postgresql://…") → a PostgresTaskStore, with
+ * `?table=` naming its table; "nats://…" → a NatsTaskStore, with
+ * `?bucket=` naming its KV bucket; an object with get/save → itself.
+ * Anything else throws. The network stores connect on first use.
  */
 export function resolveStore(store?: StoreSelector): TaskStore {
   if (store === undefined || store === "memory") return new InMemoryTaskStore()
@@ -20,10 +25,36 @@ export function resolveStore(store?: StoreSelector): TaskStore {
       if (dir.length === 0) throw new Error(`A2A store "file:" names no directory: write "file:<dir>", e.g. "file:./.toolnexus/tasks"`)
       return new FileTaskStore(dir)
     }
-    throw new Error(`Unknown A2A store ${JSON.stringify(store)}: expected ${ACCEPTED}`)
+    if (/^postgres(ql)?:\/\//.test(store)) {
+      const { url, name } = splitNameParam(store, "table")
+      return new PostgresTaskStore(url, name ? { table: name } : {})
+    }
+    if (store.startsWith("nats://")) {
+      const { url, name } = splitNameParam(store, "bucket")
+      return new NatsTaskStore(url, name ? { bucket: name } : {})
+    }
+    throw new Error(`Unknown A2A store ${JSON.stringify(redact(store))}: expected ${ACCEPTED}`)
   }
   if (isTaskStore(store)) return store
   throw new Error(`Unknown A2A store (${describe(store)}): expected ${ACCEPTED}`)
+}
+
+/** Takes our own `?table=` / `?bucket=` off a connection URL, so the driver never sees it. */
+function splitNameParam(selector: string, param: string): { url: string; name?: string } {
+  let parsed: URL
+  try {
+    parsed = new URL(selector)
+  } catch {
+    throw new Error(`A2A store ${JSON.stringify(redact(selector))} is not a valid URL`)
+  }
+  const name = parsed.searchParams.get(param) ?? undefined
+  parsed.searchParams.delete(param)
+  return { url: parsed.toString(), name }
+}
+
+/** A selector as it may be shown: without a password. */
+function redact(selector: string): string {
+  return selector.replace(/\/\/([^:/@]*):[^@/]*@/, "//$1:***@")
 }
 
 function describe(value: unknown): string {

@@ -1,0 +1,570 @@
+import type { Client, Notification, Pool } from "pg"
+import { internalsOf } from "../internals.js"
+import type { A2ATask } from "../types.js"
+import { TERMINAL_STATES } from "../types.js"
+import { DEFAULT_PAGE_SIZE, decodePageToken, encodePageToken, type TaskPage, type TaskQuery } from "./list.js"
+import { TaskConflictError, type LeaseBook, type TaskStore } from "./task-store.js"
+
+export interface PostgresTaskStoreOptions {
+  /** The Tasks table (default "toolnexus_tasks"). */
+  table?: string
+  /** The liveness table of the servers sharing the store (default "toolnexus_leases"). */
+  leaseTable?: string
+  /** The LISTEN/NOTIFY channel saves and deletes are announced on (default `<table>_changes`). */
+  channel?: string
+  /** Most connections the store opens for queries (default 10); `watch` adds one of its own. */
+  poolSize?: number
+  /**
+   * Told of errors no caller sees: an idle pooled connection failing, or the
+   * watch connection dropping or failing to come back (it keeps retrying).
+   */
+  onError?: (err: Error) => void
+  /** The package the driver is imported from (default "pg"): a fork or wrapper with pg's Pool and Client. */
+  driverModule?: string
+}
+
+type PgDriver = Pick<typeof import("pg"), "Pool" | "Client">
+
+/** Lowercase only, so a name means the same table quoted or not; short enough for the derived index and channel names to fit Postgres's 63 bytes. */
+const NAME = /^[a-z_][a-z0-9_]{0,47}$/
+const NAME_RULE = "a lowercase SQL name (a-z, 0-9 and _, not starting with a digit, at most 48 characters)"
+/** The btree index on id holds keys up to ~2700 bytes; refusing longer ids up front beats a failure that depends on how well the id compresses. */
+const MAX_ID_BYTES = 2048
+const MAX_TIMESTAMP_BYTES = 256
+/** A query or connect that takes this long is a dead server or network, not a slow one. */
+const CONNECT_TIMEOUT_MS = 15_000
+const WATCH_HEARTBEAT_MS = 30_000
+const WATCH_QUERY_TIMEOUT_MS = 10_000
+const WATCH_RETRY_FIRST_MS = 100
+const WATCH_RETRY_MAX_MS = 5_000
+/** Expired leases this old are pruned on any renew: no one asks about a server gone that long. */
+const LEASE_PRUNE_AFTER = "1 hour"
+/** Errors two servers' concurrent CREATE ... IF NOT EXISTS can hit: unique_violation, duplicate_table, duplicate_object. */
+const CREATE_RACE_CODES = new Set(["23505", "42P07", "42710"])
+const TERMINAL = [...TERMINAL_STATES]
+
+/**
+ * Tasks in a PostgreSQL table, shared by any number of servers: saves are
+ * announced with NOTIFY (`watch`), a terminal Task is never overwritten (the
+ * first final word wins, the loser gets a TaskConflictError), and a lease
+ * table tells live servers from dead ones by the database's clock.
+ *
+ * The constructor does no I/O. The driver ("pg", an optional peer
+ * dependency) is imported on first use, and the tables are created then if
+ * they are missing. The schema, as `PostgresTaskStore.schemaSql()` returns
+ * it for the default names; an operator may run it by hand, and the store
+ * then needs no CREATE privilege:
+ *
+ *     CREATE TABLE IF NOT EXISTS "toolnexus_tasks" (
+ *       id text COLLATE "C" PRIMARY KEY,
+ *       task jsonb NOT NULL,
+ *       state text NOT NULL,
+ *       status_ts text COLLATE "C" NOT NULL DEFAULT '',
+ *       context_id text,
+ *       principal text,
+ *       version bigint NOT NULL DEFAULT 1
+ *     );
+ *     CREATE INDEX IF NOT EXISTS "toolnexus_tasks_ts_id" ON "toolnexus_tasks" (status_ts DESC, id DESC);
+ *     CREATE INDEX IF NOT EXISTS "toolnexus_tasks_context" ON "toolnexus_tasks" USING hash (context_id);
+ *     CREATE TABLE IF NOT EXISTS "toolnexus_leases" (
+ *       instance text PRIMARY KEY,
+ *       expires_at timestamptz NOT NULL
+ *     );
+ *
+ * `task` is the whole Task and the truth; the other columns are copies for
+ * filtering and ordering: `status_ts` is status.timestamp ('' when missing),
+ * `principal` is metadata.toolnexus.principal, `version` counts the writes.
+ * COLLATE "C" orders by code point, as ListTasks' JavaScript ordering does
+ * (the two differ only between U+E000-U+FFFF and characters past U+FFFF).
+ * Postgres text holds no NUL and no lone surrogate: a key column holding
+ * such a string keeps an escaped form starting with \x01 (`textKey`), which
+ * is also where such an id sorts, and a Task containing one is kept as a
+ * jsonb string of its JSON text. Every save and delete NOTIFYs the channel
+ * with the id's key; ids are at most 2048 bytes, well inside NOTIFY's 8000.
+ */
+export class PostgresTaskStore implements TaskStore {
+  readonly table: string
+  readonly leaseTable: string
+  readonly channel: string
+  readonly leases: LeaseBook
+  private readonly url: string
+  private readonly poolSize: number
+  private readonly driverModule: string
+  private readonly onError: (err: Error) => void
+  private readonly sql: ReturnType<typeof statements>
+  private readonly listener: ChangeListener
+  /** The pool, once it exists and the tables do; reset after a failure so the next call tries again. */
+  private opening: Promise<Pool> | undefined
+  private closing: Promise<void> | undefined
+  private closed = false
+
+  constructor(url: string, opts: PostgresTaskStoreOptions = {}) {
+    if (typeof url !== "string" || !/^postgres(ql)?:\/\//i.test(url)) {
+      // Never echo the value: a connection string may carry a password.
+      throw new TypeError("PostgresTaskStore: url should be a connection string starting with postgres:// or postgresql://")
+    }
+    if (opts === null || typeof opts !== "object") throw new TypeError("PostgresTaskStore: opts should be an object")
+    const names = checkNames(opts)
+    if (opts.channel !== undefined) checkName("opts.channel", opts.channel)
+    if (opts.poolSize !== undefined && !(Number.isInteger(opts.poolSize) && opts.poolSize > 0)) {
+      throw new TypeError("PostgresTaskStore: opts.poolSize should be a positive integer")
+    }
+    if (opts.onError !== undefined && typeof opts.onError !== "function") {
+      throw new TypeError("PostgresTaskStore: opts.onError should be a function")
+    }
+    if (opts.driverModule !== undefined && (typeof opts.driverModule !== "string" || opts.driverModule.length === 0)) {
+      throw new TypeError("PostgresTaskStore: opts.driverModule should be a package name, e.g. \"pg\"")
+    }
+    this.url = url
+    this.table = names.table
+    this.leaseTable = names.leaseTable
+    this.channel = opts.channel ?? `${this.table}_changes`
+    this.poolSize = opts.poolSize ?? 10
+    this.driverModule = opts.driverModule ?? "pg"
+    const onError = opts.onError
+    this.onError = (err) => {
+      try {
+        onError?.(err)
+      } catch {
+        // A throwing error callback must not take the connection down with it.
+      }
+    }
+    this.sql = statements(this.table, this.leaseTable)
+    this.listener = new ChangeListener(this.channel, () => this.listenClient(), this.onError)
+    this.leases = {
+      renew: (instance, ttlMs) => this.renewLease(instance, ttlMs),
+      isAlive: (instance) => this.isLeaseAlive(instance),
+      release: (instance) => this.releaseLease(instance),
+    }
+  }
+
+  /** The SQL that creates the tables and indexes, for an operator to run by hand. */
+  static schemaSql(opts: Pick<PostgresTaskStoreOptions, "table" | "leaseTable"> = {}): string {
+    const { table, leaseTable } = checkNames(opts)
+    return schemaSql(table, leaseTable)
+  }
+
+  async get(id: string): Promise<A2ATask | undefined> {
+    const pool = await this.pool()
+    const { rows } = await pool.query<{ task: string }>(this.sql.get, [textKey(id)])
+    return rows.length === 0 ? undefined : taskFrom(rows[0].task)
+  }
+
+  async save(task: A2ATask): Promise<void> {
+    // Everything is read from the Task before the first await: a caller changing it after save() changes nothing stored.
+    const row = rowOf(task)
+    const id = task.id
+    const pool = await this.pool()
+    // A refused row deleted before it was read back leaves room to insert: try again, a few times at most.
+    for (let attempt = 1; ; attempt++) {
+      const written = await pool.query(this.sql.save, [row.id, row.document, row.state, row.statusTs, row.contextId, row.principal, this.channel, TERMINAL])
+      if (written.rowCount === 1) return
+      const stored = await this.get(id)
+      if (stored !== undefined && TERMINAL_STATES.has(stored.status.state)) throw new TaskConflictError(id, stored)
+      if (attempt >= 3) throw new Error(`PostgresTaskStore could not save task ${JSON.stringify(id.slice(0, 128))}: its row kept changing`)
+    }
+  }
+
+  /** ListTasks in SQL: one statement, so the page and its total come from one snapshot. */
+  async list(query: TaskQuery): Promise<TaskPage> {
+    const pageSize = query.pageSize ?? DEFAULT_PAGE_SIZE
+    if (!(Number.isInteger(pageSize) && pageSize > 0)) throw new RangeError("PostgresTaskStore.list: pageSize should be a positive integer")
+    const after = query.pageToken ? decodePageToken(query.pageToken) : undefined
+    const params: unknown[] = []
+    const param = (value: unknown) => `$${params.push(value)}`
+    const filters = ["true"]
+    if (query.principal !== undefined) filters.push(`(principal IS NULL OR principal = ${param(textKey(query.principal))})`)
+    if (query.contextId !== undefined) filters.push(`context_id = ${param(textKey(query.contextId))}`)
+    if (query.status !== undefined) filters.push(`state = ${param(textKey(query.status))}`)
+    if (query.statusTimestampAfter !== undefined) filters.push(`status_ts >= ${param(textKey(query.statusTimestampAfter))}`)
+    const matching = filters.join(" AND ")
+    const cursor = after ? `(status_ts, id) < (${param(textKey(after.t))}, ${param(textKey(after.id))})` : "true"
+    // Without artifacts, leave them in the database; a Task kept as a jsonb string is trimmed below.
+    const document = query.includeArtifacts ? "task" : "CASE WHEN jsonb_typeof(task) = 'object' THEN task - 'artifacts' ELSE task END"
+    const pool = await this.pool()
+    const { rows } = await pool.query<{ total: string; task: string | null }>(
+      `SELECT total.n::text AS total, page.task
+         FROM (SELECT count(*) AS n FROM ${this.sql.table} WHERE ${matching}) AS total
+         LEFT JOIN LATERAL (
+           SELECT (${document})::text AS task, status_ts, id FROM ${this.sql.table}
+            WHERE ${matching} AND ${cursor}
+            ORDER BY status_ts DESC, id DESC
+            LIMIT ${param(pageSize + 1)}
+         ) AS page ON true
+        ORDER BY page.status_ts DESC, page.id DESC`,
+      params,
+    )
+    const found = rows.flatMap((row) => (row.task === null ? [] : [taskFrom(row.task)]))
+    const more = found.length > pageSize
+    const page = found.slice(0, pageSize)
+    return {
+      tasks: query.includeArtifacts ? page : page.map(({ artifacts: _dropped, ...task }) => task),
+      nextPageToken: more ? encodePageToken(page[page.length - 1]) : "",
+      totalSize: Number(rows[0].total),
+      pageSize,
+    }
+  }
+
+  async delete(id: string): Promise<void> {
+    const pool = await this.pool()
+    await pool.query(this.sql.delete, [textKey(id), this.channel])
+  }
+
+  /**
+   * Calls `onChange(id)` for every save and delete of any server, once its
+   * transaction commits. Notifications sent while the connection was down
+   * are lost; it reconnects by itself (backoff up to 5 s), so a watcher
+   * should still re-read now and then.
+   */
+  async watch(onChange: (id: string) => void): Promise<() => Promise<void>> {
+    if (typeof onChange !== "function") throw new TypeError("PostgresTaskStore.watch needs a function")
+    if (this.closed) throw closedError()
+    return this.listener.add(onChange)
+  }
+
+  /** Ends the watch connection and the pool, after the queries already running. Calling it again does nothing more. */
+  close(): Promise<void> {
+    this.closed = true
+    this.closing ??= (async () => {
+      const opening = this.opening
+      await this.listener.stop()
+      const pool = await opening?.catch(() => undefined)
+      await pool?.end()
+    })()
+    return this.closing
+  }
+
+  private async renewLease(instance: string, ttlMs: number): Promise<void> {
+    if (!(Number.isFinite(ttlMs) && ttlMs > 0)) throw new RangeError("PostgresTaskStore leases.renew: ttlMs should be a number of milliseconds > 0")
+    const pool = await this.pool()
+    await pool.query(this.sql.renewLease, [textKey(instance), ttlMs])
+  }
+
+  private async isLeaseAlive(instance: string): Promise<boolean> {
+    const pool = await this.pool()
+    const { rows } = await pool.query<{ alive: boolean }>(this.sql.isLeaseAlive, [textKey(instance)])
+    return rows[0].alive
+  }
+
+  private async releaseLease(instance: string): Promise<void> {
+    const pool = await this.pool()
+    await pool.query(this.sql.releaseLease, [textKey(instance)])
+  }
+
+  private pool(): Promise<Pool> {
+    if (this.closed) return Promise.reject(closedError())
+    this.opening ??= this.openPool().catch((err: unknown) => {
+      this.opening = undefined
+      throw err
+    })
+    return this.opening
+  }
+
+  private async openPool(): Promise<Pool> {
+    const { Pool } = await loadDriver(this.driverModule)
+    const pool = new Pool({
+      connectionString: this.url,
+      max: this.poolSize,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      application_name: "toolnexus",
+      // A store nobody closed must not keep the process alive.
+      allowExitOnIdle: true,
+    })
+    // Without a listener, an idle connection's error would be thrown at the process.
+    pool.on("error", this.onError)
+    try {
+      await this.createTables(pool)
+    } catch (err) {
+      await pool.end().catch(() => {})
+      throw err
+    }
+    return pool
+  }
+
+  /** Creates what is missing. Two servers starting at once may race; the loser's retry finds the winner's committed tables. */
+  private async createTables(pool: Pool): Promise<void> {
+    const { rows } = await pool.query<{ ready: boolean }>(this.sql.tablesExist, [this.sql.table, this.sql.leaseTable])
+    if (rows[0].ready) return
+    const schema = schemaSql(this.table, this.leaseTable)
+    try {
+      await pool.query(schema)
+    } catch (err) {
+      if (!CREATE_RACE_CODES.has((err as { code?: string }).code ?? "")) throw err
+      await pool.query(schema)
+    }
+  }
+
+  private async listenClient(): Promise<Client> {
+    const { Client } = await loadDriver(this.driverModule)
+    return new Client({
+      connectionString: this.url,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      query_timeout: WATCH_QUERY_TIMEOUT_MS,
+      keepAlive: true,
+      application_name: "toolnexus-watch",
+    })
+  }
+}
+
+/**
+ * The one LISTEN connection of a store, shared by its watchers: opened by
+ * the first, closed after the last. While anyone watches, a dropped
+ * connection is reopened with backoff; a heartbeat query finds a connection
+ * the network silently lost.
+ */
+class ChangeListener {
+  /** One entry per watch() call, so one function watching twice is two watchers. */
+  private readonly watchers = new Set<{ onChange: (id: string) => void }>()
+  private connection: Promise<Client> | undefined
+  private client: Client | undefined
+  /** Bumped by stop(), so a connection that opens after it is closed at once. */
+  private generation = 0
+  private failures = 0
+  private retryTimer: NodeJS.Timeout | undefined
+  private heartbeat: NodeJS.Timeout | undefined
+
+  constructor(
+    private readonly channel: string,
+    private readonly newClient: () => Promise<Client>,
+    private readonly onError: (err: Error) => void,
+  ) {}
+
+  async add(onChange: (id: string) => void): Promise<() => Promise<void>> {
+    const watcher = { onChange }
+    this.watchers.add(watcher)
+    try {
+      await this.connected()
+    } catch (err) {
+      await this.remove(watcher)
+      throw err
+    }
+    return () => this.remove(watcher)
+  }
+
+  async stop(): Promise<void> {
+    this.watchers.clear()
+    this.generation++
+    clearTimeout(this.retryTimer)
+    clearInterval(this.heartbeat)
+    this.retryTimer = undefined
+    this.connection = undefined
+    const client = this.client
+    this.client = undefined
+    await client?.end().catch(() => {})
+  }
+
+  private async remove(watcher: { onChange: (id: string) => void }): Promise<void> {
+    if (this.watchers.delete(watcher) && this.watchers.size === 0) await this.stop()
+  }
+
+  private connected(): Promise<Client> {
+    if (this.connection) return this.connection
+    const generation = this.generation
+    const connection = this.open().then(async (client) => {
+      if (generation !== this.generation) {
+        await client.end().catch(() => {})
+        throw new Error("PostgresTaskStore was closed while watch() was starting")
+      }
+      this.client = client
+      this.failures = 0
+      this.heartbeat = setInterval(() => {
+        client.query("SELECT 1").catch((err: Error) => this.lost(client, err))
+      }, WATCH_HEARTBEAT_MS)
+      this.heartbeat.unref()
+      return client
+    })
+    this.connection = connection
+    connection.catch(() => {
+      if (this.connection === connection) this.connection = undefined
+    })
+    return connection
+  }
+
+  private async open(): Promise<Client> {
+    const client = await this.newClient()
+    client.on("notification", (message) => this.deliver(message))
+    client.on("error", (err) => this.lost(client, err))
+    client.on("end", () => this.lost(client))
+    try {
+      await client.connect()
+      await client.query(`LISTEN "${this.channel}"`)
+    } catch (err) {
+      await client.end().catch(() => {})
+      throw err
+    }
+    return client
+  }
+
+  private deliver(message: Notification): void {
+    if (message.channel !== this.channel || message.payload === undefined) return
+    const id = fromTextKey(message.payload)
+    for (const watcher of [...this.watchers]) {
+      try {
+        watcher.onChange(id)
+      } catch (err) {
+        this.onError(err instanceof Error ? err : new Error(String(err)))
+      }
+    }
+  }
+
+  /** The connection failed or ended: unless it was closed on purpose, open another. */
+  private lost(client: Client, err?: Error): void {
+    if (client !== this.client) return
+    this.client = undefined
+    this.connection = undefined
+    clearInterval(this.heartbeat)
+    void client.end().catch(() => {})
+    this.onError(err ?? new Error("PostgresTaskStore: the watch connection ended; reconnecting"))
+    this.reconnectLater()
+  }
+
+  private reconnectLater(): void {
+    if (this.watchers.size === 0 || this.retryTimer !== undefined) return
+    const backoff = Math.min(WATCH_RETRY_MAX_MS, WATCH_RETRY_FIRST_MS * 2 ** this.failures++)
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined
+      this.connected().catch((err: Error) => {
+        if (this.watchers.size === 0) return
+        this.onError(err)
+        this.reconnectLater()
+      })
+    }, backoff * (0.5 + Math.random() / 2))
+    this.retryTimer.unref()
+  }
+}
+
+async function loadDriver(specifier: string): Promise<PgDriver> {
+  let loaded: Partial<PgDriver> & { default?: Partial<PgDriver> }
+  try {
+    // The literal specifier lets bundlers and the type checker see the dependency.
+    loaded = specifier === "pg" ? await import("pg") : await import(specifier)
+  } catch (err) {
+    // Matched on the message, not only the code: loaders (tsx, tap) rethrow without it. A missing dependency of the driver is another error.
+    if (/Cannot find (?:package|module) '([^']+)'/.exec(String((err as Error)?.message))?.[1] === specifier) {
+      throw new Error(`PostgresTaskStore needs the "${specifier}" package: npm install ${specifier}`, { cause: err })
+    }
+    throw err
+  }
+  const driver = typeof loaded.Pool === "function" ? loaded : loaded.default
+  if (typeof driver?.Pool !== "function" || typeof driver.Client !== "function") {
+    throw new Error(`PostgresTaskStore: the "${specifier}" package has no Pool and Client classes; it should be pg or work like it`)
+  }
+  return driver as PgDriver
+}
+
+function checkName(option: string, value: unknown): string {
+  if (typeof value !== "string" || !NAME.test(value)) {
+    const got = typeof value === "string" ? JSON.stringify(value.slice(0, 80)) : `a ${typeof value}`
+    throw new TypeError(`PostgresTaskStore: ${option} should be ${NAME_RULE}, got ${got}`)
+  }
+  return value
+}
+
+function checkNames(opts: Pick<PostgresTaskStoreOptions, "table" | "leaseTable">): { table: string; leaseTable: string } {
+  const table = opts.table === undefined ? "toolnexus_tasks" : checkName("opts.table", opts.table)
+  const leaseTable = opts.leaseTable === undefined ? "toolnexus_leases" : checkName("opts.leaseTable", opts.leaseTable)
+  if (table === leaseTable) throw new TypeError(`PostgresTaskStore: opts.leaseTable should differ from opts.table (both are "${table}")`)
+  return { table, leaseTable }
+}
+
+function schemaSql(table: string, leaseTable: string): string {
+  return [
+    `CREATE TABLE IF NOT EXISTS "${table}" (`,
+    `  id text COLLATE "C" PRIMARY KEY,`,
+    `  task jsonb NOT NULL,`,
+    `  state text NOT NULL,`,
+    `  status_ts text COLLATE "C" NOT NULL DEFAULT '',`,
+    `  context_id text,`,
+    `  principal text,`,
+    `  version bigint NOT NULL DEFAULT 1`,
+    `);`,
+    `CREATE INDEX IF NOT EXISTS "${table}_ts_id" ON "${table}" (status_ts DESC, id DESC);`,
+    // Hash: equality is all ListTasks needs, and unlike a btree it takes a client's contextId of any length.
+    `CREATE INDEX IF NOT EXISTS "${table}_context" ON "${table}" USING hash (context_id);`,
+    `CREATE TABLE IF NOT EXISTS "${leaseTable}" (`,
+    `  instance text PRIMARY KEY,`,
+    `  expires_at timestamptz NOT NULL`,
+    `);`,
+  ].join("\n")
+}
+
+/** Every statement but list's, written once per store. Names are checked, so quoting them is enough. */
+function statements(table: string, leaseTable: string) {
+  const tasks = `"${table}"`
+  const leases = `"${leaseTable}"`
+  return {
+    table: tasks,
+    leaseTable: leases,
+    tablesExist: `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL AS ready`,
+    get: `SELECT task::text AS task FROM ${tasks} WHERE id = $1`,
+    // One statement: the write, the terminal-state guard and the NOTIFY (sent at commit) stand or fall together.
+    save: `WITH written AS (
+             INSERT INTO ${tasks} AS stored (id, task, state, status_ts, context_id, principal, version)
+             VALUES ($1, $2::jsonb, $3, $4, $5, $6, 1)
+             ON CONFLICT (id) DO UPDATE SET
+               task = excluded.task, state = excluded.state, status_ts = excluded.status_ts,
+               context_id = excluded.context_id, principal = excluded.principal, version = stored.version + 1
+             WHERE stored.state <> ALL ($8::text[])
+             RETURNING id
+           )
+           SELECT pg_notify($7, id) FROM written`,
+    delete: `WITH gone AS (DELETE FROM ${tasks} WHERE id = $1 RETURNING id) SELECT pg_notify($2, id) FROM gone`,
+    // The database's clock, so servers whose clocks disagree still agree on who is alive.
+    renewLease: `WITH pruned AS (DELETE FROM ${leases} WHERE expires_at < now() - interval '${LEASE_PRUNE_AFTER}' AND instance <> $1)
+                 INSERT INTO ${leases} (instance, expires_at) VALUES ($1, now() + $2::float8 * interval '1 millisecond')
+                 ON CONFLICT (instance) DO UPDATE SET expires_at = excluded.expires_at`,
+    isLeaseAlive: `SELECT EXISTS (SELECT 1 FROM ${leases} WHERE instance = $1 AND expires_at > now()) AS alive`,
+    releaseLease: `DELETE FROM ${leases} WHERE instance = $1`,
+  }
+}
+
+/** The columns of a Task's row, all of them strings Postgres can hold. */
+function rowOf(task: A2ATask) {
+  if (task === null || typeof task !== "object") throw new TypeError("PostgresTaskStore.save needs a Task object")
+  if (typeof task.id !== "string" || task.id.length === 0) throw new TypeError("A Task id must be a non-empty string")
+  if (typeof task.status?.state !== "string") throw new TypeError("PostgresTaskStore.save needs a Task with a status.state")
+  const id = textKey(task.id)
+  if (Buffer.byteLength(id) > MAX_ID_BYTES) throw new RangeError(`PostgresTaskStore stores Task ids of up to ${MAX_ID_BYTES} bytes`)
+  const statusTs = textKey(task.status.timestamp ?? "")
+  if (Buffer.byteLength(statusTs) > MAX_TIMESTAMP_BYTES) throw new RangeError("PostgresTaskStore: status.timestamp should be an ISO-8601 time")
+  const json = JSON.stringify(task)
+  const owner = internalsOf(task).principal
+  return {
+    id,
+    // jsonb refuses \u0000 and lone surrogates, which any client can put in a message: such a Task is kept as a jsonb string of its JSON.
+    document: UNSTORABLE_IN_JSONB.test(json) ? JSON.stringify(json) : json,
+    state: textKey(task.status.state),
+    statusTs,
+    contextId: typeof task.contextId === "string" ? textKey(task.contextId) : null,
+    // An owner that is there but not a string hides the Task from everyone, as isVisibleTo does: no principal's key equals ESCAPED alone.
+    principal: owner === undefined ? null : typeof owner === "string" ? textKey(owner) : ESCAPED,
+  }
+}
+
+/** The escapes JSON.stringify writes for NUL and for lone surrogates (a well-formed pair is written as itself). */
+const UNSTORABLE_IN_JSONB = /\\u(?:0000|d[89a-f])/i
+
+function taskFrom(text: string): A2ATask {
+  const value: unknown = JSON.parse(text)
+  return (typeof value === "string" ? JSON.parse(value) : value) as A2ATask
+}
+
+const ESCAPED = "\u0001"
+const UNSTORABLE_IN_TEXT = /[\u0000\p{Cs}]/u
+
+/**
+ * A string as a text column keeps it: itself when Postgres can hold it, else
+ * ESCAPED + its JSON (which is plain ASCII for those characters). Strings
+ * starting with ESCAPED are escaped too, so two strings never share a key.
+ */
+function textKey(value: string): string {
+  return UNSTORABLE_IN_TEXT.test(value) || value.startsWith(ESCAPED) ? ESCAPED + JSON.stringify(value) : value
+}
+
+function fromTextKey(key: string): string {
+  return key.startsWith(ESCAPED) ? (JSON.parse(key.slice(ESCAPED.length)) as string) : key
+}
+
+function closedError(): Error {
+  return new Error("PostgresTaskStore is closed")
+}

@@ -1,0 +1,456 @@
+import { randomBytes } from "node:crypto"
+import fs from "node:fs"
+import pg from "pg"
+import t, { type Test } from "tap"
+import { pageOfTasks, type TaskQuery } from "../lib/stores/list.js"
+import { PostgresTaskStore, type PostgresTaskStoreOptions } from "../lib/stores/postgres.js"
+import { TaskConflictError } from "../lib/stores/task-store.js"
+import type { A2ATask, TaskState } from "../lib/types.js"
+import { waitFor } from "./helpers.js"
+import { storeContract } from "./store-contract.js"
+
+/**
+ * Runs against a real PostgreSQL (TOOLNEXUS_TEST_PG_URL, default the local
+ * test database). Every test works on tables of its own, dropped after it.
+ */
+const PG_URL = process.env.TOOLNEXUS_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+const admin = new pg.Pool({ connectionString: PG_URL, max: 2 })
+t.teardown(() => admin.end())
+
+const task = (id: string, state: TaskState = "submitted", extra: Partial<A2ATask> = {}): A2ATask => ({
+  id,
+  contextId: "ctx-1",
+  kind: "task",
+  status: { state, timestamp: new Date().toISOString() },
+  history: [{ kind: "message", messageId: "m1", role: "user", parts: [{ kind: "text", text: "hello" }] }],
+  ...extra,
+})
+
+const uniqueName = (prefix: string) => `${prefix}_${randomBytes(6).toString("hex")}`
+
+/** Fresh table names for one test, and stores on them; after the test the stores are closed and the tables dropped. */
+function tablesFor(t: Test) {
+  const table = uniqueName("tn_test")
+  const leaseTable = `${table}_leases`
+  const stores: PostgresTaskStore[] = []
+  t.teardown(async () => {
+    await Promise.all(stores.map((store) => store.close()))
+    await admin.query(`DROP TABLE IF EXISTS "${table}", "${leaseTable}"`)
+  })
+  const open = (opts: PostgresTaskStoreOptions = {}, url = PG_URL) => {
+    const store = new PostgresTaskStore(url, { table, leaseTable, ...opts })
+    stores.push(store)
+    return store
+  }
+  return { table, leaseTable, open }
+}
+
+const versionOf = async (table: string, id: string) =>
+  Number((await admin.query<{ version: string }>(`SELECT version FROM "${table}" WHERE id = $1`, [id])).rows[0]?.version)
+
+storeContract("PostgresTaskStore", async (t) => tablesFor(t).open())
+
+t.test("a terminal Task is never overwritten: the save is refused with what the store holds", async (t) => {
+  const { open, table } = tablesFor(t)
+  const store = open()
+  await store.save(task("done", "working"))
+  await store.save(task("done", "completed", { metadata: { by: "first" } }))
+  const err = await store.save(task("done", "working")).then(
+    () => undefined,
+    (err: unknown) => err,
+  )
+  t.type(err, TaskConflictError)
+  t.equal((err as TaskConflictError).taskId, "done")
+  t.equal((err as TaskConflictError).stored.status.state, "completed")
+  t.same((err as TaskConflictError).stored.metadata, { by: "first" })
+  await t.rejects(store.save(task("done", "canceled")), TaskConflictError, "terminal over terminal is refused too")
+  t.equal((await store.get("done"))?.status.state, "completed", "the row is still completed")
+  t.equal(await versionOf(table, "done"), 2, "refused saves write nothing")
+
+  await store.delete("done")
+  await store.save(task("done", "working"))
+  t.equal((await store.get("done"))?.status.state, "working", "after a delete the id is free again")
+})
+
+t.test("two servers saving one Task at once", async (t) => {
+  const { open, table } = tablesFor(t)
+  const a = open()
+  const b = open()
+  await a.save(task("shared", "submitted"))
+  const writes = 20
+  await Promise.all(
+    Array.from({ length: writes }, (_, i) => (i % 2 === 0 ? a : b).save(task("shared", i % 3 === 0 ? "input-required" : "working", { metadata: { i } }))),
+  )
+  t.equal(await versionOf(table, "shared"), writes + 1, "every write counted, none lost")
+  const row = (await admin.query<{ state: string; task: A2ATask }>(`SELECT state, task FROM "${table}" WHERE id = 'shared'`)).rows[0]
+  t.equal(row.state, row.task.status.state, "the state column agrees with the stored Task")
+  t.same(await a.get("shared"), await b.get("shared"), "both servers read the same Task")
+
+  // Both finish it at once (a cancel on one, the result on the other): exactly one wins.
+  const results = await Promise.allSettled([a.save(task("shared", "completed")), b.save(task("shared", "canceled"))])
+  const won = results.findIndex((result) => result.status === "fulfilled")
+  const lost = results.find((result): result is PromiseRejectedResult => result.status === "rejected")
+  t.not(won, -1, "one save wins")
+  t.type(lost?.reason, TaskConflictError, "the other is refused")
+  const winner = won === 0 ? "completed" : "canceled"
+  t.equal((lost?.reason as TaskConflictError).stored.status.state, winner, "the loser learns who won")
+  t.equal((await a.get("shared"))?.status.state, winner)
+  t.equal(await versionOf(table, "shared"), writes + 2)
+})
+
+t.test("several servers starting at once create the tables once, without errors", async (t) => {
+  const { open, table, leaseTable } = tablesFor(t)
+  const stores = Array.from({ length: 4 }, () => open())
+  await Promise.all(stores.map((store, i) => store.save(task(`first-${i}`))))
+  for (const store of stores) t.equal((await store.list({})).totalSize, 4)
+  const indexes = await admin.query<{ indexname: string }>(`SELECT indexname FROM pg_indexes WHERE tablename = $1 ORDER BY indexname`, [table])
+  t.same(
+    indexes.rows.map((row) => row.indexname),
+    [`${table}_context`, `${table}_pkey`, `${table}_ts_id`],
+  )
+  t.equal((await admin.query(`SELECT 1 FROM pg_tables WHERE tablename = $1`, [leaseTable])).rowCount, 1, "the lease table too")
+  const later = open()
+  await later.save(task("later"))
+  t.equal((await later.list({})).totalSize, 5, "a server starting later uses the tables as they are")
+})
+
+t.test("the schema an operator creates by hand, with no CREATE privilege", async (t) => {
+  const source = fs.readFileSync(new URL("../lib/stores/postgres.ts", import.meta.url), "utf8")
+  const documented = source
+    .split("\n")
+    .filter((line) => line.startsWith(" *     "))
+    .map((line) => line.slice(" *     ".length))
+    .join("\n")
+  t.equal(documented, PostgresTaskStore.schemaSql(), "the doc comment shows what schemaSql() gives")
+
+  const schema = uniqueName("tn_schema")
+  const role = uniqueName("tn_role")
+  const table = "tasks"
+  const leaseTable = "leases"
+  await admin.query(`CREATE SCHEMA "${schema}"`)
+  await admin.query(`CREATE ROLE "${role}" LOGIN`)
+  let store: PostgresTaskStore | undefined
+  t.teardown(async () => {
+    await store?.close()
+    await admin.query(`DROP SCHEMA "${schema}" CASCADE`)
+    await admin.query(`DROP OWNED BY "${role}"`)
+    await admin.query(`DROP ROLE "${role}"`)
+  })
+  await admin.query(`SET search_path TO "${schema}"; ${PostgresTaskStore.schemaSql({ table, leaseTable })}; RESET search_path`)
+  await admin.query(`GRANT USAGE ON SCHEMA "${schema}" TO "${role}"`)
+  await admin.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON "${schema}".tasks, "${schema}".leases TO "${role}"`)
+
+  const url = new globalThis.URL(PG_URL)
+  url.username = role
+  url.searchParams.set("options", `-c search_path=${schema}`)
+  store = new PostgresTaskStore(url.href, { table, leaseTable })
+  await store.save(task("by-hand", "working"))
+  t.equal((await store.get("by-hand"))?.status.state, "working")
+  t.equal((await store.list({})).totalSize, 1)
+  await store.leases.renew("me", 60_000)
+  t.ok(await store.leases.isAlive("me"))
+  const inSchema = await admin.query(`SELECT id FROM "${schema}".tasks`)
+  t.same(inSchema.rows, [{ id: "by-hand" }], "the store used the operator's tables")
+})
+
+t.test("list() gives what pageOfTasks gives over the same Tasks", async (t) => {
+  const { open } = tablesFor(t)
+  const store = open()
+  const at = (i: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString()
+  // Ordinary Unicode ids: one with NUL or a lone surrogate sorts by its escaped key, not as JavaScript sorts it.
+  const ids = ["Abc", "abc", "a_b", "a-b", "a.b", "é", "日本", "😀x", "z", "Z", "a b", "ü", "0", "tail"]
+  const owners: Array<unknown> = [undefined, "alice", "bob", null, 5, "alice"]
+  const tasks: A2ATask[] = []
+  for (const [i, id] of ids.entries()) {
+    const owner = owners[i % owners.length]
+    const internals = owner === undefined ? (i % 4 === 0 ? { toolnexus: "not an object" } : {}) : { toolnexus: { principal: owner } }
+    tasks.push({
+      id,
+      contextId: ["ctx-1", "ctx-2", "ctx-\u0000"][i % 3],
+      kind: "task",
+      // Several share a timestamp, so the id decides; one has none.
+      status: { state: (["completed", "working", "failed"] as const)[i % 3], ...(i === 5 ? {} : { timestamp: at(Math.floor(i / 3)) }) },
+      artifacts: [{ parts: [{ kind: "text", text: `answer ${id}` }] }],
+      metadata: { i, ...internals },
+    })
+  }
+  await Promise.all(tasks.map((each) => store.save(each)))
+
+  let queries = 0
+  for (const principal of [undefined, "alice", "bob", "mallory"]) {
+    for (const contextId of [undefined, "ctx-1", "ctx-\u0000"]) {
+      for (const status of [undefined, "completed"] as const) {
+        for (const statusTimestampAfter of [undefined, at(2)]) {
+          for (const pageSize of [2, 50]) {
+            const includeArtifacts = pageSize === 2
+            const query: TaskQuery = { principal, contextId, status, statusTimestampAfter, pageSize, includeArtifacts }
+            const got = []
+            const want = []
+            let pageToken: string | undefined
+            do {
+              const page = await store.list({ ...query, pageToken })
+              got.push(page)
+              want.push(pageOfTasks(tasks, { ...query, pageToken }))
+              pageToken = page.nextPageToken || undefined
+              queries++
+            } while (pageToken && got.length < 20)
+            t.same(got, want, JSON.stringify(query))
+          }
+        }
+      }
+    }
+  }
+  t.ok(queries > 96, `${queries} pages compared`)
+})
+
+t.test("strings Postgres text cannot hold are stored and found as they are", async (t) => {
+  const { open } = tablesFor(t)
+  const store = open()
+  const nul = "a\u0000b"
+  const lone = "x\ud800y"
+  const weird = task(nul, "working", {
+    contextId: lone,
+    history: [{ kind: "message", messageId: "m\u0000", role: "user", parts: [{ kind: "text", text: `${nul} ${lone} \\u0000 😀` }] }],
+    metadata: { toolnexus: { principal: nul } },
+  })
+  await store.save(weird)
+  t.same(await store.get(nul), weird, "NUL and lone surrogates come back unchanged")
+  t.equal(await store.get("a"), undefined, "the id is not cut at the NUL")
+  t.equal(await store.get("a\ufffdb"), undefined, "nor mangled")
+  // The escaped form another id would take: the two must never share a row.
+  const lookalike = `\u0001${JSON.stringify(nul)}`
+  await store.save(task(lookalike, "completed"))
+  t.equal((await store.get(nul))?.status.state, "working")
+  t.equal((await store.get(lookalike))?.status.state, "completed")
+  await store.save(task("\ud800", "working"))
+  await store.save(task("\udc00", "failed"))
+  t.equal((await store.get("\ud800"))?.status.state, "working", "two lone surrogates are two ids")
+  t.equal((await store.get("\udc00"))?.status.state, "failed")
+
+  t.same((await store.list({ contextId: lone })).tasks.map((each) => each.id), [nul])
+  t.same((await store.list({ contextId: "x\udbffy" })).tasks, [])
+  t.same((await store.list({ principal: nul, contextId: lone })).tasks.map((each) => each.id), [nul])
+  t.same((await store.list({ principal: "a", contextId: lone })).tasks, [], "another principal does not see it")
+  t.same((await store.list({ principal: nul, contextId: lone, includeArtifacts: false })).tasks[0].history, weird.history)
+  const hostileToken = Buffer.from(JSON.stringify({ t: "\u0000", id: "\ud800" })).toString("base64url")
+  t.equal((await store.list({ pageToken: hostileToken })).totalSize, 4, "a page token holding NUL is a cursor like any other")
+  await store.delete(nul)
+  t.equal(await store.get(nul), undefined)
+  t.equal((await store.get(lookalike))?.status.state, "completed")
+})
+
+t.test("watch: another server's saves and deletes arrive, until unsubscribed", async (t) => {
+  const { open } = tablesFor(t)
+  const a = open()
+  const b = open()
+  const first: string[] = []
+  const second: string[] = []
+  const stopFirst = await a.watch((id) => first.push(id))
+  const stopSecond = await a.watch((id) => second.push(id))
+
+  await b.save(task("w-1"))
+  await waitFor(() => first.includes("w-1"), 20_000, "the save's notification")
+  await b.delete("w-1")
+  await waitFor(() => first.filter((id) => id === "w-1").length === 2, 20_000, "the delete's notification")
+  await b.delete("never-there")
+  await b.save(task("a\u0000b"))
+  await waitFor(() => first.includes("a\u0000b"), 20_000, "an id with a NUL, as it is")
+
+  await stopFirst()
+  await stopFirst()
+  await b.save(task("w-2"))
+  await waitFor(() => second.includes("w-2"), 20_000, "the still-subscribed watcher's notification")
+  t.notOk(first.includes("w-2"), "an unsubscribed watcher hears nothing more")
+  t.notOk(first.includes("never-there") || second.includes("never-there"), "deleting nothing announces nothing")
+  t.same(second, ["w-1", "w-1", "a\u0000b", "w-2"])
+  await stopSecond()
+
+  const refused = await b.save(task("w-2", "completed")).then(() => b.save(task("w-2", "working"))).catch((err: unknown) => err)
+  t.type(refused, TaskConflictError)
+  const third: string[] = []
+  const stopThird = await a.watch((id) => third.push(id))
+  await b.save(task("w-3"))
+  await waitFor(() => third.includes("w-3"), 20_000, "a new watcher after the last one left")
+  t.notOk(third.includes("w-2"), "a refused save announces nothing")
+  await stopThird()
+})
+
+t.test("watch comes back after its connection is killed", async (t) => {
+  const { open } = tablesFor(t)
+  const errors: Error[] = []
+  const a = open({ onError: (err) => errors.push(err) })
+  const b = open()
+  const seen: string[] = []
+  const stop = await a.watch((id) => seen.push(id))
+  const killed = await admin.query(
+    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query = $1`,
+    [`LISTEN "${a.channel}"`],
+  )
+  t.equal(killed.rowCount, 1, "the watch connection was found and killed")
+  await waitFor(() => errors.length > 0, 20_000, "the drop reported to onError")
+  // Notifications sent while it was down are lost: keep saving until one arrives.
+  let n = 0
+  await waitFor(
+    async () => {
+      await b.save(task(`after-${n++}`))
+      await new Promise((resolve) => setTimeout(resolve, 50))
+      return seen.length > 0
+    },
+    30_000,
+    "a notification on the new connection",
+  )
+  t.match(seen[0], /^after-\d+$/)
+  await stop()
+})
+
+t.test("a throwing watcher or onError does not break watching", async (t) => {
+  const { open } = tablesFor(t)
+  const a = open({
+    onError: () => {
+      throw new Error("onError itself fails")
+    },
+  })
+  const b = open()
+  const seen: string[] = []
+  const stopBad = await a.watch(() => {
+    throw new Error("watcher fails")
+  })
+  const stopGood = await a.watch((id) => seen.push(id))
+  await b.save(task("x-1"))
+  await b.save(task("x-2"))
+  await waitFor(() => seen.includes("x-2"), 20_000, "both notifications")
+  t.same(seen, ["x-1", "x-2"])
+  await stopBad()
+  await stopGood()
+})
+
+t.test("leases: renewed by the database clock, seen by every server, expiring, released", async (t) => {
+  const { open, leaseTable } = tablesFor(t)
+  const a = open()
+  const b = open()
+  t.notOk(await b.leases.isAlive("server-a"), "no lease before the first renew")
+  await a.leases.renew("server-a", 60_000)
+  t.ok(await a.leases.isAlive("server-a"))
+  t.ok(await b.leases.isAlive("server-a"), "another server sees it")
+  t.notOk(await b.leases.isAlive("server-b"))
+
+  await a.leases.renew("short", 200)
+  await new Promise((resolve) => setTimeout(resolve, 600))
+  t.notOk(await b.leases.isAlive("short"), "expired after its ttl")
+  await a.leases.renew("short", 60_000)
+  t.ok(await b.leases.isAlive("short"), "renewing revives it")
+
+  const expires = await admin.query<{ ahead: number }>(`SELECT extract(epoch FROM expires_at - now()) AS ahead FROM "${leaseTable}" WHERE instance = 'short'`)
+  t.ok(expires.rows[0].ahead > 50 && expires.rows[0].ahead <= 60, "expires_at is the database's now() + ttl")
+
+  await a.leases.release("server-a")
+  t.notOk(await b.leases.isAlive("server-a"), "released")
+  await a.leases.release("server-a")
+
+  await admin.query(`INSERT INTO "${leaseTable}" VALUES ('long-gone', now() - interval '2 hours'), ('just-gone', now() - interval '1 minute')`)
+  await b.leases.renew("server-b", 60_000)
+  const left = await admin.query<{ instance: string }>(`SELECT instance FROM "${leaseTable}" ORDER BY instance`)
+  t.same(left.rows.map((row) => row.instance), ["just-gone", "server-b", "short"], "leases expired long ago are pruned")
+
+  await t.rejects(a.leases.renew("x", 0), /ttlMs should be a number of milliseconds > 0/)
+  await t.rejects(a.leases.renew("x", Number.NaN), RangeError)
+})
+
+t.test("without the driver package, every operation says how to install it", async (t) => {
+  const missing = new PostgresTaskStore(PG_URL, { driverModule: "toolnexus-no-such-driver" })
+  const message = 'PostgresTaskStore needs the "toolnexus-no-such-driver" package: npm install toolnexus-no-such-driver'
+  await t.rejects(missing.get("x"), { message })
+  await t.rejects(missing.save(task("x")), { message }, "and the next call tries again")
+  await t.rejects(missing.watch(() => {}), { message })
+  await t.rejects(missing.leases.isAlive("x"), { message })
+  await missing.close()
+
+  const wrong = new PostgresTaskStore(PG_URL, { driverModule: "node:path" })
+  await t.rejects(wrong.get("x"), /the "node:path" package has no Pool and Client classes/)
+  await wrong.close()
+})
+
+t.test("bad options fail at construction, naming the option", async (t) => {
+  const make = (url: unknown, opts?: unknown) => () => new PostgresTaskStore(url as string, opts as PostgresTaskStoreOptions)
+  t.throws(make("mysql://u:secret@h/db"), { message: /url should be a connection string starting with postgres:\/\/ or postgresql:\/\// })
+  t.throws(make("mysql://u:secret@h/db"), { message: /^(?!.*secret)/ }, "the url (and its password) is not echoed")
+  t.throws(make(undefined), /url should be/)
+  t.doesNotThrow(make("postgresql://h/db"))
+  t.doesNotThrow(make("POSTGRES://h/db"))
+  t.throws(make(PG_URL, null), /opts should be an object/)
+  t.throws(make(PG_URL, { table: "Tasks" }), /opts\.table should be a lowercase SQL name .*, got "Tasks"/)
+  t.throws(make(PG_URL, { table: 'x"; DROP TABLE y; --' }), /opts\.table should be/)
+  t.throws(make(PG_URL, { table: "a".repeat(49) }), /opts\.table .*at most 48 characters/)
+  t.throws(make(PG_URL, { table: "1st" }), /opts\.table/)
+  t.throws(make(PG_URL, { leaseTable: "lease-table" }), /opts\.leaseTable should be/)
+  t.throws(make(PG_URL, { leaseTable: 7 }), /opts\.leaseTable should be .*, got a number/)
+  t.throws(make(PG_URL, { table: "same", leaseTable: "same" }), /opts\.leaseTable should differ from opts\.table/)
+  t.throws(make(PG_URL, { channel: "my channel" }), /opts\.channel should be/)
+  t.throws(make(PG_URL, { poolSize: 0 }), /opts\.poolSize should be a positive integer/)
+  t.throws(make(PG_URL, { poolSize: 2.5 }), /opts\.poolSize/)
+  t.throws(make(PG_URL, { onError: "log" }), /opts\.onError should be a function/)
+  t.throws(make(PG_URL, { driverModule: "" }), /opts\.driverModule should be a package name/)
+  t.throws(() => PostgresTaskStore.schemaSql({ table: "Bad" }), /opts\.table/)
+
+  const store = new PostgresTaskStore(PG_URL, { table: "t_x" })
+  t.equal(store.channel, "t_x_changes", "the channel is named after the table")
+  t.equal(store.leaseTable, "toolnexus_leases")
+  await store.close()
+})
+
+t.test("bad calls are refused before any SQL", async (t) => {
+  const { open } = tablesFor(t)
+  const store = open()
+  await t.rejects(store.save(null as unknown as A2ATask), /needs a Task object/)
+  await t.rejects(store.save(task("")), /non-empty string/)
+  await t.rejects(store.save({ id: "no-status" } as A2ATask), /status\.state/)
+  await t.rejects(store.save(task("x".repeat(2049))), /ids of up to 2048 bytes/)
+  await t.rejects(store.save(task("ts", "working", { status: { state: "working", timestamp: "9".repeat(300) } })), /status\.timestamp/)
+  await store.save(task("x".repeat(2048)))
+  t.ok(await store.get("x".repeat(2048)), "an id at the limit is stored")
+  t.equal(await store.get("x".repeat(5000)), undefined, "a longer id is simply not there")
+  await t.rejects(store.list({ pageSize: 0 }), /pageSize should be a positive integer/)
+  await t.rejects(store.watch("no" as unknown as () => void), /needs a function/)
+})
+
+t.test("the constructor opens nothing; close() is idempotent and final", async (t) => {
+  const unreachable = new PostgresTaskStore("postgres://postgres@127.0.0.1:1/test", { table: uniqueName("tn_test") })
+  await t.rejects(unreachable.get("x"), { code: "ECONNREFUSED" }, "an unreachable server is an error, not a hang")
+  await t.rejects(unreachable.watch(() => {}), { code: "ECONNREFUSED" })
+  await unreachable.close()
+  await unreachable.close()
+
+  const { open } = tablesFor(t)
+  const store = open()
+  await store.save(task("c-1"))
+  const stop = await store.watch(() => {})
+  const closing = store.close()
+  t.equal(store.close(), closing, "a second close() is the same close")
+  await closing
+  await stop()
+  await t.rejects(store.get("c-1"), /PostgresTaskStore is closed/)
+  await t.rejects(store.watch(() => {}), /PostgresTaskStore is closed/)
+  t.equal((await open().get("c-1"))?.id, "c-1", "what was saved stays")
+
+  const never = new PostgresTaskStore(PG_URL)
+  await never.close()
+
+  const racing = open()
+  const watching = racing.watch(() => {})
+  await racing.close()
+  await t.rejects(watching, /closed while watch\(\) was starting/, "close() during watch() ends the new connection")
+})
+
+t.test("an idle connection killed under the pool is reported, and the next query reconnects", async (t) => {
+  const { open, table } = tablesFor(t)
+  const errors: Error[] = []
+  const store = open({ onError: (err) => errors.push(err), poolSize: 1 })
+  await store.save(task("p-1"))
+  await store.get("p-1")
+  const killed = await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query LIKE $1`, [
+    `%FROM "${table}" WHERE id = $1`,
+  ])
+  t.equal(killed.rowCount, 1)
+  await waitFor(() => errors.length > 0, 20_000, "the error reported")
+  t.equal((await store.get("p-1"))?.id, "p-1")
+})

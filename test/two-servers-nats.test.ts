@@ -1,0 +1,18 @@
+import { randomBytes } from "node:crypto"
+import { connect } from "nats"
+import { twoServers } from "./two-servers.js"
+
+const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
+
+twoServers("NatsTaskStore", async () => {
+  const bucket = `tn_two_${randomBytes(4).toString("hex")}`
+  return {
+    selector: `${NATS_URL}?bucket=${bucket}`,
+    cleanup: async () => {
+      const nc = await connect({ servers: NATS_URL })
+      const jsm = await nc.jetstreamManager()
+      await jsm.streams.delete(`KV_${bucket}`).catch(() => false)
+      await nc.close()
+    },
+  }
+})

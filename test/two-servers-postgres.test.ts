@@ -1,0 +1,18 @@
+import { randomBytes } from "node:crypto"
+import pg from "pg"
+import { twoServers } from "./two-servers.js"
+
+const PG_URL = process.env.TOOLNEXUS_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+
+twoServers("PostgresTaskStore", async () => {
+  const table = `tn_two_${randomBytes(4).toString("hex")}`
+  return {
+    selector: `${PG_URL}?table=${table}`,
+    cleanup: async () => {
+      const admin = new pg.Client({ connectionString: PG_URL })
+      await admin.connect()
+      await admin.query(`DROP TABLE IF EXISTS ${table}`)
+      await admin.end()
+    },
+  }
+})
