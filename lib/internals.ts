@@ -25,8 +25,24 @@ export interface TaskInternals {
   runner?: RunnerId
 }
 
+/** The runners alive in this process: several servers may share one process (and one store). */
+const liveInstances = new Set<string>()
+
+/** A new runner identity for this process, alive until retired. */
 export function currentRunner(): RunnerId {
-  return { host: hostname(), pid: process.pid, instance: randomUUID() }
+  const runner = { host: hostname(), pid: process.pid, instance: randomUUID() }
+  liveInstances.add(runner.instance)
+  return runner
+}
+
+/** The runner stopped: its instance id no longer counts as alive. */
+export function retireRunner(runner: RunnerId): void {
+  liveInstances.delete(runner.instance)
+}
+
+/** Whether a runner of this very process is still alive. */
+export function isLiveHere(instance: string): boolean {
+  return liveInstances.has(instance)
 }
 
 export function internalsOf(task: A2ATask): TaskInternals {

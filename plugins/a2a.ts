@@ -79,7 +79,9 @@ const plugin: FastifyPluginAsync<ToolnexusA2AOptions> = async function toolnexus
   try {
     store = resolveStore(opts.store)
   } catch (err) {
-    throw new Error(`toolnexus: opts.store should be "memory", "file:<dir>" or an object with get/save (${(err as Error).message})`)
+    const message = (err as Error).message
+    if (/Unknown A2A store|names no directory/.test(message)) throw new Error(`toolnexus: opts.store is not a store selector: ${message}`)
+    throw new Error(`toolnexus: opts.store could not be opened: ${message}`)
   }
   // A store the plugin built from a selector is the plugin's to close; a host's object stays the host's.
   const ownsStore = typeof opts.store !== "object"
@@ -102,8 +104,13 @@ const plugin: FastifyPluginAsync<ToolnexusA2AOptions> = async function toolnexus
     await follower.start()
     if (opts.recoverInterrupted !== false) await recovery.start()
   })
-  // preClose, so blocking requests waiting on a task end before the server waits on them.
-  fastify.addHook("preClose", async () => runner.stop(opts.shutdownGraceMs ?? 10_000))
+  // preClose, so blocking requests waiting on a task end before the server waits on them;
+  // then streams still following tasks of other servers are ended too.
+  const closing = new AbortController()
+  fastify.addHook("preClose", async () => {
+    await runner.stop(opts.shutdownGraceMs ?? 10_000)
+    closing.abort()
+  })
   fastify.addHook("onClose", async () => {
     await recovery.stop()
     await follower.close()
@@ -147,7 +154,7 @@ const plugin: FastifyPluginAsync<ToolnexusA2AOptions> = async function toolnexus
         const outcome = await dispatcher.dispatch(request.body, {
           log: request.log,
           version: request.headers["a2a-version"],
-          signal: peerGone.signal,
+          signal: AbortSignal.any([peerGone.signal, closing.signal]),
           principal: principals.get(request),
         })
         const logLine = () =>
@@ -177,7 +184,8 @@ const plugin: FastifyPluginAsync<ToolnexusA2AOptions> = async function toolnexus
       routes.get("/.well-known/agent-card.json", async (request, reply) => {
         const card = buildAgentCard(opts, opts.url ?? endpointUrl(request, opts.prefix))
         reply.header("vary", "A2A-Version")
-        if (!auth) return card
+        // Only the token table is advertised: a host's own verify() may check anything.
+        if (!auth?.usesTokens) return card
         let version: "0.3" | "1.0"
         try {
           version = negotiateVersion(request.headers["a2a-version"])

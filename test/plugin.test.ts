@@ -105,8 +105,9 @@ t.test("the agent card carries the 1.0 and 0.3 fields and the host's card option
 t.test("bad options fail at registration, naming the option", async (t) => {
   const cases: Array<[Partial<ToolnexusA2AOptions>, RegExp]> = [
     [{ client: undefined }, /opts\.client should be a client with run/],
-    [{ store: "redis:x" }, /opts\.store should be "memory", "file:<dir>" or an object with get\/save \(Unknown A2A store/],
-    [{ store: { get: async () => undefined } as unknown as TaskStore }, /opts\.store should be/],
+    [{ store: "redis:x" }, /opts\.store is not a store selector: Unknown A2A store "redis:x"/],
+    [{ store: { get: async () => undefined } as unknown as TaskStore }, /opts\.store is not a store selector: Unknown A2A store \(an object without get\/save methods\)/],
+    [{ store: "file:/dev/null/tasks" }, /opts\.store could not be opened: .*(ENOTDIR|EACCES)/],
     [{ toolkit: {} as never }, /opts\.toolkit should be a toolkit/],
     [{ prefix: "agents" }, /opts\.prefix should be a path starting with "\/"/],
     [{ bodyLimit: -1 }, /opts\.bodyLimit should be a positive integer/],

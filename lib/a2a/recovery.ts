@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto"
-import { internalsOf, type RunnerId } from "../internals.js"
+import { internalsOf, isLiveHere, type RunnerId } from "../internals.js"
+import { isProcessAlive } from "../process.js"
 import { errorFields, type Logger } from "../log.js"
 import { TaskConflictError, type LeaseBook, type TaskStore } from "../stores/task-store.js"
 import type { A2ATask, TaskState } from "../types.js"
@@ -16,19 +17,10 @@ export type LivenessCheck = (runner: RunnerId, self: RunnerId) => boolean | Prom
 export const sameHostLiveness: LivenessCheck = (runner, self) => {
   if (runner.instance === self.instance) return true
   if (runner.host !== self.host) return true
-  // Our own pid under another instance id is an earlier life of this process (a restarted container).
-  if (runner.pid === self.pid) return false
-  return isPidAlive(runner.pid)
-}
-
-function isPidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    // EPERM: it exists but belongs to someone else.
-    return (err as NodeJS.ErrnoException).code === "EPERM"
-  }
+  // Our own pid: another server in this process if its runner is still alive here,
+  // else an earlier life of this process (a restarted container reusing the pid).
+  if (runner.pid === self.pid) return isLiveHere(runner.instance)
+  return isProcessAlive(runner.pid)
 }
 
 /** For stores shared across hosts: alive while its lease is. */

@@ -7,7 +7,7 @@ import type { A2AArtifact, A2AMessage, A2APart, A2ATask, TaskState } from "../ty
 import { TERMINAL_STATES } from "../types.js"
 import { A2AError, ErrorCode, truncate } from "./errors.js"
 import { eventQueue, type TaskEvent, type TaskEvents } from "./events.js"
-import { currentRunner, internalsOf, withInternals, type RunnerId } from "../internals.js"
+import { currentRunner, internalsOf, retireRunner, withInternals, type RunnerId } from "../internals.js"
 
 /** An incoming message before the runner gives it ids. */
 export type IncomingMessage = Omit<A2AMessage, "messageId"> & { messageId?: string }
@@ -59,6 +59,12 @@ interface Running {
 }
 
 const now = () => new Date().toISOString()
+
+/** Tries of a final save that failed: 0.5 s, 1 s, 2 s … about a minute in all. */
+const FINAL_SAVE_ATTEMPTS = 7
+
+/** Stands for "no principal" in a visibility filter: sees only Tasks created without authentication. */
+const ANONYMOUS = "\u0000anonymous"
 
 /** States a stream or a blocking call stops at: terminal, or waiting on the peer. */
 export function isFinalForNow(state: TaskState): boolean {
@@ -138,14 +144,19 @@ export class TaskRunner {
     const record = this.running.get(id)
     if (record && !record.finished) {
       record.controller.abort(new Error("the task was canceled"))
-      await this.finish(record, "canceled", "Canceled at the peer's request")
+      const saved = await this.finish(record, "canceled", "Canceled at the peer's request")
       if (!record.started) {
         this.queue.splice(this.queue.indexOf(record), 1)
         record.settle()
       }
+      if (!saved) {
+        throw new A2AError(ErrorCode.InternalError, `Task ${truncate(id)} was stopped, but the task store could not record the cancel yet; the server keeps retrying`)
+      }
       return record.task
     }
-    const task = record?.task ?? (await this.opts.store.get(id))
+    // Its last state is being saved right now: judge the cancel on that state.
+    if (record) await record.settled
+    const task = await this.opts.store.get(id)
     if (task === undefined) throw A2AError.taskNotFound(id)
     if (isTerminal(task.status.state)) {
       throw new A2AError(ErrorCode.TaskNotCancelable, `Task ${truncate(id)} is already ${task.status.state} and cannot be canceled`, { taskId: truncate(id) })
@@ -168,6 +179,15 @@ export class TaskRunner {
    */
   async stop(graceMs: number): Promise<void> {
     this.accepting = false
+    try {
+      await this.drain(graceMs)
+    } finally {
+      // Only now: until its tasks are settled, another server in this process must count this one alive.
+      retireRunner(this.self)
+    }
+  }
+
+  private async drain(graceMs: number): Promise<void> {
     if (await this.allSettledWithin(graceMs)) return
     for (const record of this.queue.splice(0)) {
       await this.finish(record, "failed", "Interrupted: the server stopped before the task started")
@@ -269,7 +289,8 @@ export class TaskRunner {
     const { store } = this.opts
     if (lookUpContext && store.list && task.contextId !== undefined) {
       try {
-        const page = await store.list({ contextId: task.contextId, pageSize: 100 })
+        // Only the turns its own principal may see: a shared contextId must not leak another's conversation.
+        const page = await store.list({ contextId: task.contextId, pageSize: 100, principal: internalsOf(task).principal ?? ANONYMOUS })
         earlier = page.tasks
           .filter((other) => other.id !== task.id)
           .reverse()
@@ -281,17 +302,45 @@ export class TaskRunner {
     return [...earlier, ...own].slice(-limit).map((message) => ({ role: message.role === "user" ? "user" : "assistant", content: promptFrom(message) }))
   }
 
-  /** Writes the run's last state once; later calls do nothing. */
-  private async finish(record: Running, state: TaskState, statusText?: string, extra: Partial<A2ATask> = {}, artifact?: A2AArtifact): Promise<void> {
-    if (record.finished) return
+  /**
+   * Writes the run's last state once; later calls do nothing. Resolves true
+   * once saved; false when the store failed, and then the save is retried in
+   * the background, so the Task does not stay `working` for good.
+   */
+  private async finish(record: Running, state: TaskState, statusText?: string, extra: Partial<A2ATask> = {}, artifact?: A2AArtifact): Promise<boolean> {
+    if (record.finished) return false
     record.finished = true
     const status = { state, timestamp: now(), ...(statusText ? { message: agentMessage(record.task, statusText) } : {}) }
+    const final: A2ATask = { ...record.task, status, ...extra }
     try {
-      await this.transition(record, { ...record.task, status, ...extra }, artifact)
+      await this.transition(record, final, artifact)
+      return true
     } catch (err) {
-      if (err instanceof TaskConflictError) return // finished elsewhere first; already logged
-      this.opts.log.error({ taskId: record.task.id, state, ...errorFields(err) }, "task store failed to save the final state")
+      if (err instanceof TaskConflictError) return false // finished elsewhere first; already logged
+      this.opts.log.error({ taskId: record.task.id, state, ...errorFields(err) }, "task store failed to save the final state; retrying")
+      this.retryFinalSave(record, final, artifact)
+      return false
     }
+  }
+
+  /** Retries a final save with backoff (0.5 s doubling, about a minute in all); the state is also announced locally. */
+  private retryFinalSave(record: Running, final: A2ATask, artifact: A2AArtifact | undefined, attempt = 1): void {
+    if (attempt > FINAL_SAVE_ATTEMPTS) {
+      this.opts.log.error({ taskId: final.id, state: final.status.state }, "gave up saving the final state; restart recovery will fail the task")
+      return
+    }
+    const timer = setTimeout(async () => {
+      try {
+        await this.opts.store.save(final)
+        record.task = final
+        this.published(final, artifact)
+      } catch (err) {
+        if (err instanceof TaskConflictError) return
+        this.opts.log.warn({ taskId: final.id, attempt, ...errorFields(err) }, "final save failed again")
+        this.retryFinalSave(record, final, artifact, attempt + 1)
+      }
+    }, 500 * 2 ** (attempt - 1))
+    timer.unref()
   }
 
   private async transition(record: Running, next: A2ATask, artifact?: A2AArtifact): Promise<void> {

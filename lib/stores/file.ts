@@ -1,6 +1,7 @@
 import fs from "node:fs"
 import fsp from "node:fs/promises"
 import path from "node:path"
+import { isProcessAlive } from "../process.js"
 import type { A2ATask } from "../types.js"
 import { pidFromTmpFileName, TASK_FILE_SUFFIX, taskFileName, tmpFileName } from "./file-names.js"
 import { pageOfTasks, type TaskPage, type TaskQuery } from "./list.js"
@@ -118,15 +119,24 @@ export class FileTaskStore implements TaskStore {
     return this.inOrder(task.id, () => this.writeDurably(file, text))
   }
 
-  /** Reads every Task file in the directory: fine for thousands of Tasks, a database store for more. */
+  /**
+   * Reads every Task file in the directory: fine for thousands of Tasks. A
+   * file that cannot be read or parsed is left out with a process warning
+   * (code TOOLNEXUS_UNREADABLE_TASK_FILE) rather than failing every listing
+   * and restart recovery with it; `get` of its id still reports the error.
+   */
   async list(query: TaskQuery): Promise<TaskPage> {
     await this.opened
     const names = (await this.fs.readdir(this.dir)).filter((name) => name.endsWith(TASK_FILE_SUFFIX))
     const tasks: A2ATask[] = []
     const readers = Array.from({ length: Math.min(32, names.length) }, async () => {
       for (let name = names.pop(); name !== undefined; name = names.pop()) {
-        const task = await this.readFile(path.join(this.dir, name))
-        if (task) tasks.push(task)
+        try {
+          const task = await this.readFile(path.join(this.dir, name))
+          if (task) tasks.push(task)
+        } catch (err) {
+          process.emitWarning(`FileTaskStore left an unreadable file out of a listing: ${(err as Error).message}`, { code: "TOOLNEXUS_UNREADABLE_TASK_FILE" })
+        }
       }
     })
     await Promise.all(readers)
@@ -221,21 +231,11 @@ async function removeAbandonedTmpFiles(files: FileSystem, dir: string): Promise<
     if (pid === undefined) continue
     const tmp = path.join(dir, name)
     try {
-      if (isLiveProcess(pid) && Date.now() - (await files.stat(tmp)).mtimeMs < ABANDONED_TMP_AGE_MS) continue
+      if (isProcessAlive(pid) && Date.now() - (await files.stat(tmp)).mtimeMs < ABANDONED_TMP_AGE_MS) continue
       await files.rm(tmp, { force: true })
     } catch {
       // Gone already (its save renamed it), or not ours to remove: either way, leave it.
     }
-  }
-}
-
-/** False only when no process has that pid; a process we may not signal (EPERM) is alive. */
-function isLiveProcess(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code !== "ESRCH"
   }
 }
 
