@@ -1,14 +1,13 @@
 import { isVisibleTo } from "../internals.js"
 import { errorFields, type Logger } from "../log.js"
-import { InvalidPageTokenError, decodePageToken, type TaskQuery } from "../stores/list.js"
 import type { TaskStore } from "../stores/task-store.js"
 import type { A2ATask } from "../types.js"
 import { A2AError, ErrorCode, truncate, type JsonRpcErrorObject } from "./errors.js"
 import { eventQueue, type TaskEvent, type TaskEvents } from "./events.js"
 import type { StoreFollower } from "./follower.js"
-import { parseListTasksParams, parseSendMessageParams, parseTaskIdParams, type SendMessageParams } from "./params.js"
+import { parseListTasksQuery, parseSendMessageParams, parseTaskIdParams, type SendMessageParams } from "./params.js"
 import { isFinalForNow, isTerminal, type StartedTask, type TaskRunner } from "./runner.js"
-import { codecFor, messageFromWire, negotiateVersion, stateFromWire, type WireCodec, type WireVersion } from "./wire.js"
+import { codecFor, messageFromWire, negotiateVersion, type WireCodec, type WireVersion } from "./wire.js"
 
 /**
  * JSON-RPC 2.0 over A2A, free of any HTTP framework: hand it the parsed
@@ -199,33 +198,11 @@ export class JsonRpcDispatcher {
   private async listTasks(raw: unknown, call: Call): Promise<Answer> {
     const { store } = this.opts
     if (!store.list) throw new A2AError(ErrorCode.UnsupportedOperation, "ListTasks is not supported: this agent's task store cannot list tasks")
-    const params = parseListTasksParams(raw)
-    const query: TaskQuery = { principal: call.principal, contextId: params.contextId, pageSize: params.pageSize, includeArtifacts: params.includeArtifacts }
-    if (params.status !== undefined) {
-      const state = stateFromWire(call.codec.version, params.status)
-      if (state === undefined && !isNoFilter(call.codec.version, params.status)) {
-        throw A2AError.invalidParams("params.status", `is not a task state: use one such as ${call.codec.version === "1.0" ? "TASK_STATE_COMPLETED" : '"completed"'}`)
-      }
-      query.status = state
-    }
-    if (params.statusTimestampAfter !== undefined) {
-      const time = Date.parse(params.statusTimestampAfter)
-      if (Number.isNaN(time)) throw A2AError.invalidParams("params.statusTimestampAfter", "must be an ISO-8601 time such as 2026-01-31T12:00:00Z")
-      query.statusTimestampAfter = new Date(time).toISOString()
-    }
-    if (params.pageToken !== undefined && params.pageToken !== "") {
-      try {
-        decodePageToken(params.pageToken)
-      } catch (err) {
-        if (err instanceof InvalidPageTokenError) throw A2AError.invalidParams("params.pageToken", "is not a nextPageToken from an earlier page")
-        throw err
-      }
-      query.pageToken = params.pageToken
-    }
+    const { query, historyLength } = parseListTasksQuery(raw, call.codec.version, call.principal)
     const page = await store.list(query)
     return {
       result: {
-        tasks: page.tasks.map((task) => call.codec.task(withHistoryLength(task, params.historyLength))),
+        tasks: page.tasks.map((task) => call.codec.task(withHistoryLength(task, historyLength))),
         nextPageToken: page.nextPageToken,
         pageSize: page.pageSize,
         totalSize: page.totalSize,
@@ -355,7 +332,4 @@ function hasPushConfig(raw: unknown): boolean {
   return Boolean(config && (config.pushNotificationConfig || config.taskPushNotificationConfig))
 }
 
-function isNoFilter(version: WireVersion, status: string): boolean {
-  return version === "0.3" ? status === "unknown" : status === "TASK_STATE_UNSPECIFIED" || status === "UNRECOGNIZED"
-}
 

@@ -1,6 +1,8 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv"
 import type { A2APart, JsonObject } from "../types.js"
+import { decodePageToken, type TaskQuery } from "../stores/list.js"
 import { A2AError } from "./errors.js"
+import { stateFromWire, type WireVersion } from "./wire.js"
 
 /**
  * The one place request params are checked. Each method's params have a
@@ -150,7 +152,37 @@ const validators = {
 export const parseSendMessageParams = (params: unknown) => check(validators.sendMessage, params)
 /** GetTask, CancelTask and SubscribeToTask: `{ id, historyLength? }`. */
 export const parseTaskIdParams = (params: unknown) => check(validators.taskId, params)
-export const parseListTasksParams = (params: unknown) => check(validators.listTasks, params)
+/**
+ * ListTasks params as a store query: the status in the version's spelling
+ * (TASK_STATE_UNSPECIFIED, or the official JS client's UNRECOGNIZED, means no
+ * filter), the time normalized to ISO-8601 UTC, the page token checked.
+ */
+export function parseListTasksQuery(raw: unknown, version: WireVersion, principal: string | undefined): { query: TaskQuery; historyLength?: number } {
+  const params = check(validators.listTasks, raw)
+  const query: TaskQuery = { principal, contextId: params.contextId, pageSize: params.pageSize, includeArtifacts: params.includeArtifacts }
+  if (params.status !== undefined) {
+    const state = stateFromWire(version, params.status)
+    const noFilter = version === "0.3" ? params.status === "unknown" : params.status === "TASK_STATE_UNSPECIFIED" || params.status === "UNRECOGNIZED"
+    if (state === undefined && !noFilter) {
+      throw A2AError.invalidParams("params.status", `is not a task state: use one such as ${version === "1.0" ? "TASK_STATE_COMPLETED" : '"completed"'}`)
+    }
+    query.status = state
+  }
+  if (params.statusTimestampAfter !== undefined) {
+    const time = Date.parse(params.statusTimestampAfter)
+    if (Number.isNaN(time)) throw A2AError.invalidParams("params.statusTimestampAfter", "must be an ISO-8601 time such as 2026-01-31T12:00:00Z")
+    query.statusTimestampAfter = new Date(time).toISOString()
+  }
+  if (params.pageToken !== undefined && params.pageToken !== "") {
+    try {
+      decodePageToken(params.pageToken)
+    } catch {
+      throw A2AError.invalidParams("params.pageToken", "is not a nextPageToken from an earlier page")
+    }
+    query.pageToken = params.pageToken
+  }
+  return { query, historyLength: params.historyLength }
+}
 
 function check<T>(validate: ValidateFunction<T>, params: unknown): T {
   checkDepth(params)

@@ -1,10 +1,11 @@
 import { randomUUID } from "node:crypto"
-import type { ChatMessage, Client } from "../client.js"
+import type { Client } from "../client.js"
 import { errorFields, type Logger } from "../log.js"
 import { TaskConflictError, type TaskStore } from "../stores/task-store.js"
 import type { Toolkit } from "../toolkit.js"
-import type { A2AArtifact, A2AMessage, A2APart, A2ATask, TaskState } from "../types.js"
+import type { A2AArtifact, A2AMessage, A2ATask, TaskState } from "../types.js"
 import { TERMINAL_STATES } from "../types.js"
+import { earlierTurns, promptFrom } from "./conversation.js"
 import { A2AError, ErrorCode, truncate } from "./errors.js"
 import { eventQueue, type TaskEvent, type TaskEvents } from "./events.js"
 import { currentRunner, internalsOf, retireRunner, withInternals, type RunnerId } from "../internals.js"
@@ -63,8 +64,6 @@ const now = () => new Date().toISOString()
 /** Tries of a final save that failed: 0.5 s, 1 s, 2 s … about a minute in all. */
 const FINAL_SAVE_ATTEMPTS = 7
 
-/** Stands for "no principal" in a visibility filter: sees only Tasks created without authentication. */
-const ANONYMOUS = "\u0000anonymous"
 
 /** States a stream or a blocking call stops at: terminal, or waiting on the peer. */
 export function isFinalForNow(state: TaskState): boolean {
@@ -261,7 +260,7 @@ export class TaskRunner {
     const { client, toolkit } = this.opts
     try {
       await this.transition(record, { ...record.task, status: { state: "working", timestamp: now() } })
-      const history = await this.earlierTurns(record.task, lookUpContext)
+      const history = await earlierTurns(record.task, { store: this.opts.store, log: this.opts.log, limit: this.opts.contextMessages ?? 50, lookUpContext })
       const prompt = promptFrom(record.task.history?.at(-1))
       const result = await client.run(prompt, { toolkit, signal: record.controller.signal, history })
       if (record.finished) return
@@ -279,27 +278,6 @@ export class TaskRunner {
       this.opts.log.warn({ taskId: record.task.id, ...errorFields(err) }, "task failed")
       await this.finish(record, "failed", `The agent failed: ${reason}`)
     }
-  }
-
-  /** The conversation before the task's latest message: earlier tasks of its context, then its own history. */
-  private async earlierTurns(task: A2ATask, lookUpContext: boolean): Promise<ChatMessage[]> {
-    const limit = this.opts.contextMessages ?? 50
-    const own = (task.history ?? []).slice(0, -1)
-    let earlier: A2AMessage[] = []
-    const { store } = this.opts
-    if (lookUpContext && store.list && task.contextId !== undefined) {
-      try {
-        // Only the turns its own principal may see: a shared contextId must not leak another's conversation.
-        const page = await store.list({ contextId: task.contextId, pageSize: 100, principal: internalsOf(task).principal ?? ANONYMOUS })
-        earlier = page.tasks
-          .filter((other) => other.id !== task.id)
-          .reverse()
-          .flatMap((other) => other.history ?? [])
-      } catch (err) {
-        this.opts.log.warn({ taskId: task.id, contextId: task.contextId, ...errorFields(err) }, "could not read the context's earlier turns")
-      }
-    }
-    return [...earlier, ...own].slice(-limit).map((message) => ({ role: message.role === "user" ? "user" : "assistant", content: promptFrom(message) }))
   }
 
   /**
@@ -405,22 +383,6 @@ export class TaskRunner {
 
 function agentMessage(task: A2ATask, text: string): A2AMessage {
   return { kind: "message", messageId: randomUUID(), role: "agent", parts: [{ kind: "text", text }], taskId: task.id, contextId: task.contextId }
-}
-
-/** The model's prompt: text parts as they are, other parts described in a line. */
-export function promptFrom(message: A2AMessage | undefined): string {
-  return (message?.parts ?? []).map(partAsText).join("\n")
-}
-
-function partAsText(part: A2APart): string {
-  switch (part.kind) {
-    case "text":
-      return part.text
-    case "data":
-      return JSON.stringify(part.data)
-    case "file":
-      return `[file ${part.file.name ?? ""}${part.file.mimeType ? ` (${part.file.mimeType})` : ""}${part.file.uri ? ` at ${part.file.uri}` : ", inline"}]`
-  }
 }
 
 function describeError(err: unknown): string {

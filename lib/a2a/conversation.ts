@@ -1,0 +1,53 @@
+import type { ChatMessage } from "../client.js"
+import { internalsOf } from "../internals.js"
+import { errorFields, type Logger } from "../log.js"
+import type { TaskStore } from "../stores/task-store.js"
+import type { A2AMessage, A2APart, A2ATask } from "../types.js"
+
+/** What the model sees of a Task: its latest message as the prompt, what came before as history. */
+
+/** Stands for "no principal" in a visibility filter: sees only Tasks created without authentication. */
+const ANONYMOUS = "\u0000anonymous"
+
+/**
+ * The conversation before the task's latest message: the earlier tasks of
+ * its context (when `lookUpContext` and the store can list), then its own
+ * history, the last `limit` messages.
+ */
+export async function earlierTurns(
+  task: A2ATask,
+  opts: { store: TaskStore; log: Logger; limit: number; lookUpContext: boolean },
+): Promise<ChatMessage[]> {
+  const own = (task.history ?? []).slice(0, -1)
+  let earlier: A2AMessage[] = []
+  const { store } = opts
+  if (opts.lookUpContext && store.list && task.contextId !== undefined) {
+    try {
+      // Only the turns its own principal may see: a shared contextId must not leak another's conversation.
+      const page = await store.list({ contextId: task.contextId, pageSize: 100, principal: internalsOf(task).principal ?? ANONYMOUS })
+      earlier = page.tasks
+        .filter((other) => other.id !== task.id)
+        .reverse()
+        .flatMap((other) => other.history ?? [])
+    } catch (err) {
+      opts.log.warn({ taskId: task.id, contextId: task.contextId, ...errorFields(err) }, "could not read the context's earlier turns")
+    }
+  }
+  return [...earlier, ...own].slice(-opts.limit).map((message) => ({ role: message.role === "user" ? "user" : "assistant", content: promptFrom(message) }))
+}
+
+/** The model's prompt: text parts as they are, other parts described in a line. */
+export function promptFrom(message: A2AMessage | undefined): string {
+  return (message?.parts ?? []).map(partAsText).join("\n")
+}
+
+function partAsText(part: A2APart): string {
+  switch (part.kind) {
+    case "text":
+      return part.text
+    case "data":
+      return JSON.stringify(part.data)
+    case "file":
+      return `[file ${part.file.name ?? ""}${part.file.mimeType ? ` (${part.file.mimeType})` : ""}${part.file.uri ? ` at ${part.file.uri}` : ", inline"}]`
+  }
+}
