@@ -70,7 +70,8 @@ const JSON_TYPES = ["application/json", "application/json-rpc", "application/a2a
  * instance with `taskStore`. The routes live in their own encapsulated
  * context, so their error handler and parsers never touch the host's routes.
  */
-const plugin: FastifyPluginAsync<ToolnexusA2AOptions> = async function toolnexusA2A(fastify, opts) {
+/** Sets the agent up on `fastify`; `ownPrefix` mounts the routes under opts.prefix (when Fastify has not already). */
+async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPrefix: boolean): Promise<void> {
   checkOptions(opts)
   if (fastify.hasDecorator("taskStore")) {
     throw new Error("toolnexus: this Fastify instance already has a taskStore; register toolnexusA2A once per encapsulation context")
@@ -182,7 +183,7 @@ const plugin: FastifyPluginAsync<ToolnexusA2AOptions> = async function toolnexus
 
       // The card is public; its security fields take the form of the version asked for.
       routes.get("/.well-known/agent-card.json", async (request, reply) => {
-        const card = buildAgentCard(opts, opts.url ?? endpointUrl(request, opts.prefix))
+        const card = buildAgentCard(opts, opts.url ?? endpointUrl(request, routes.prefix))
         reply.header("vary", "A2A-Version")
         // Only the token table is advertised: a host's own verify() may check anything.
         if (!auth?.usesTokens) return card
@@ -195,7 +196,7 @@ const plugin: FastifyPluginAsync<ToolnexusA2AOptions> = async function toolnexus
         return { ...card, ...securityCardFields(version) }
       })
     },
-    { prefix: opts.prefix ?? "" },
+    { prefix: ownPrefix ? (opts.prefix ?? "") : "" },
   )
 }
 
@@ -232,5 +233,12 @@ function checkOptions(opts: ToolnexusA2AOptions): void {
  * The plugin, wrapped with fastify-plugin so `taskStore` is visible to the
  * app that registers it: `app.register(toolnexusA2A, { client, store })`.
  */
-export const toolnexusA2A = fp(plugin, { fastify: "5.x", name: "toolnexus" })
+export const toolnexusA2A = fp<ToolnexusA2AOptions>((fastify, opts) => setUp(fastify, opts, true), { fastify: "5.x", name: "toolnexus" })
 export default toolnexusA2A
+
+/**
+ * The same plugin without fastify-plugin: it stays in its own encapsulation
+ * context, so `taskStore` is visible only inside it, and Fastify's own
+ * `prefix` register option places it: `app.register(toolnexusA2APlugin, { prefix: "/agents/desk", client })`.
+ */
+export const toolnexusA2APlugin: FastifyPluginAsync<ToolnexusA2AOptions> = (fastify, opts) => setUp(fastify, opts, false)

@@ -6,7 +6,7 @@ import t, { type Test } from "tap"
 import { createLocalClient } from "../lib/client.js"
 import { FileTaskStore } from "../lib/stores/file.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
-import { toolnexusA2A, type ToolnexusA2AOptions } from "../plugins/a2a.js"
+import { toolnexusA2A, toolnexusA2APlugin, type ToolnexusA2AOptions } from "../plugins/a2a.js"
 import { RecordingStore, rpc, userMessage, waitFor } from "./helpers.js"
 
 const client = createLocalClient(() => "pong")
@@ -156,4 +156,17 @@ t.test("a blocking request waiting on a task does not hold close() past the grac
   await app.close()
   const res = await pending
   t.equal(res.json().result.status.state, "failed", "the waiting request got the failed task")
+})
+
+t.test("the unwrapped plugin stays encapsulated and takes Fastify's own prefix", async (t) => {
+  const app = Fastify()
+  await app.register(toolnexusA2APlugin, { client, prefix: "/agents/desk" })
+  t.teardown(() => app.close())
+  await app.ready()
+  t.equal(app.hasDecorator("taskStore"), false, "taskStore stays inside its context")
+  const res = await post(app, rpc("GetTask", { id: "x" }), {}, "/agents/desk/")
+  t.equal(res.json().error.code, -32001, "mounted once under the prefix")
+  t.equal((await post(app, rpc("GetTask", { id: "x" }), {}, "/agents/desk/agents/desk/")).statusCode, 404, "not twice")
+  const card = (await app.inject({ url: "/agents/desk/.well-known/agent-card.json", headers: { host: "h.test" } })).json()
+  t.equal(card.url, "http://h.test/agents/desk/")
 })
