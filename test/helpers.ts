@@ -1,5 +1,5 @@
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
-import type { A2ATask } from "../lib/types.js"
+import type { A2ATask, TaskState } from "../lib/types.js"
 import type { Logger } from "../lib/log.js"
 
 /** A memory store that records every save, in order. */
@@ -43,3 +43,13 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T)
 export const userMessage = (text: string, extra: Record<string, unknown> = {}) => ({ role: "user", parts: [{ kind: "text", text }], ...extra })
 
 export const rpc = (method: string, params: unknown, id: string | number = 1) => ({ jsonrpc: "2.0", id, method, params })
+
+/** A small Task as a store test saves it: one user message, the given state, now as the status time. */
+export const sampleTask = (id: string, state: TaskState = "submitted", extra: Partial<A2ATask> = {}): A2ATask => ({
+  id,
+  contextId: "ctx-1",
+  kind: "task",
+  status: { state, timestamp: new Date().toISOString() },
+  history: [{ kind: "message", messageId: "m1", role: "user", parts: [{ kind: "text", text: "hello" }] }],
+  ...extra,
+})

@@ -6,7 +6,7 @@ import { pageOfTasks, type TaskQuery } from "../lib/stores/list.js"
 import { PostgresTaskStore, type PostgresTaskStoreOptions } from "../lib/stores/postgres.js"
 import { TaskConflictError } from "../lib/stores/task-store.js"
 import type { A2ATask, TaskState } from "../lib/types.js"
-import { waitFor } from "./helpers.js"
+import { waitFor, sampleTask } from "./helpers.js"
 import { storeContract } from "./store-contract.js"
 
 /**
@@ -17,14 +17,7 @@ const PG_URL = process.env.TOOLNEXUS_TEST_PG_URL ?? "postgres://postgres@127.0.0
 const admin = new pg.Pool({ connectionString: PG_URL, max: 2 })
 t.teardown(() => admin.end())
 
-const task = (id: string, state: TaskState = "submitted", extra: Partial<A2ATask> = {}): A2ATask => ({
-  id,
-  contextId: "ctx-1",
-  kind: "task",
-  status: { state, timestamp: new Date().toISOString() },
-  history: [{ kind: "message", messageId: "m1", role: "user", parts: [{ kind: "text", text: "hello" }] }],
-  ...extra,
-})
+const task = sampleTask
 
 const uniqueName = (prefix: string) => `${prefix}_${randomBytes(6).toString("hex")}`
 

@@ -2,6 +2,7 @@ import t, { type Test } from "tap"
 import { InvalidPageTokenError } from "../lib/stores/list.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import type { A2ATask } from "../lib/types.js"
+import { sampleTask } from "./helpers.js"
 
 /**
  * The TaskStore contract, one suite for every store: each backend's test
@@ -10,14 +11,7 @@ import type { A2ATask } from "../lib/types.js"
  */
 export type StoreFactory = (t: Test) => Promise<TaskStore>
 
-const task = (id: string, state: A2ATask["status"]["state"] = "submitted", extra: Partial<A2ATask> = {}): A2ATask => ({
-  id,
-  contextId: "ctx-1",
-  kind: "task",
-  status: { state, timestamp: new Date().toISOString() },
-  history: [{ kind: "message", messageId: "m1", role: "user", parts: [{ kind: "text", text: "hello" }] }],
-  ...extra,
-})
+const task = sampleTask
 
 /** The behaviour every store shares, run against each. */
 const contract = (name: string, make: StoreFactory) =>

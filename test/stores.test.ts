@@ -10,15 +10,9 @@ import { resolveStore } from "../lib/stores/resolve.js"
 import { storeContract } from "./store-contract.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import type { A2ATask } from "../lib/types.js"
+import { sampleTask } from "./helpers.js"
 
-const task = (id: string, state: A2ATask["status"]["state"] = "submitted", extra: Partial<A2ATask> = {}): A2ATask => ({
-  id,
-  contextId: "ctx-1",
-  kind: "task",
-  status: { state, timestamp: new Date().toISOString() },
-  history: [{ kind: "message", messageId: "m1", role: "user", parts: [{ kind: "text", text: "hello" }] }],
-  ...extra,
-})
+const task = sampleTask
 
 const tmpDir = (t: Test) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tn-store-test-"))
