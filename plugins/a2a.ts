@@ -150,12 +150,13 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
 
       routes.post("/", { bodyLimit: opts.bodyLimit ?? 1024 * 1024, onRequest: authenticate }, async (request, reply) => {
         const started = performance.now()
-        const peerGone = new AbortController()
-        reply.raw.once("close", () => peerGone.abort())
+        // Only a streaming call asks for this signal: most requests never pay for a controller and listeners.
+        let streamEnd: AbortSignal | undefined
+        const endSignal = () => (streamEnd ??= endedWhenGoneOrClosing(reply.raw, closing.signal))
         const outcome = await dispatcher.dispatch(request.body, {
           log: request.log,
           version: request.headers["a2a-version"],
-          signal: AbortSignal.any([peerGone.signal, closing.signal]),
+          endSignal,
           principal: principals.get(request),
         })
         const logLine = () =>
@@ -172,7 +173,7 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
           )
         if (outcome.stream) {
           reply.hijack()
-          await writeEvents(reply, outcome.stream, peerGone.signal)
+          await writeEvents(reply, outcome.stream, endSignal())
           logLine()
           return reply
         }
@@ -198,6 +199,19 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
     },
     { prefix: ownPrefix ? (opts.prefix ?? "") : "" },
   )
+}
+
+/** Aborts when the peer's connection closes or the server starts closing, whichever comes first. */
+function endedWhenGoneOrClosing(raw: FastifyReply["raw"], closing: AbortSignal): AbortSignal {
+  const ended = new AbortController()
+  const end = () => ended.abort()
+  if (closing.aborted) end()
+  else closing.addEventListener("abort", end, { once: true })
+  raw.once("close", () => {
+    closing.removeEventListener("abort", end)
+    end()
+  })
+  return ended.signal
 }
 
 function endpointUrl(request: FastifyRequest, prefix = ""): string {

@@ -26,8 +26,12 @@ export interface DispatchContext {
   log: Logger
   /** The request's `A2A-Version` header. */
   version?: string | string[]
-  /** Aborted when the peer goes away: a stream it was reading stops (the task goes on). */
-  signal?: AbortSignal
+  /**
+   * For streaming calls only (so other calls cost nothing): a signal that
+   * aborts when the peer goes away or the server closes; the stream stops,
+   * the task goes on.
+   */
+  endSignal?: () => AbortSignal
   /** Who is calling, when the server authenticates: each sees only its own Tasks. */
   principal?: string
 }
@@ -58,8 +62,8 @@ interface Call {
   id: JsonRpcId
   codec: WireCodec
   log: Logger
-  /** Ends the call's stream. */
-  signal: AbortSignal
+  /** Ends the call's stream; asked for only by the streaming methods. */
+  endSignal: () => AbortSignal
   principal?: string
   taskId?: string
 }
@@ -136,9 +140,9 @@ export class JsonRpcDispatcher {
     const shownMethod = truncate(method, 64)
 
     const handler = this.methods.get(method)
-    const ended = new AbortController()
-    ctx.signal?.addEventListener("abort", () => ended.abort(), { once: true })
-    const call: Call = { id, codec, log: ctx.log, signal: ended.signal, principal: ctx.principal }
+    // A notification gets no answer: any stream it opens is ended at once.
+    const endSignal = notification ? () => AbortSignal.abort() : (ctx.endSignal ?? (() => new AbortController().signal))
+    const call: Call = { id, codec, log: ctx.log, endSignal, principal: ctx.principal }
     let outcome: DispatchOutcome
     try {
       if (!handler) throw new A2AError(ErrorCode.MethodNotFound, `Method not found: ${shownMethod}. This server answers ${this.methodNames.join(", ")}`)
@@ -148,7 +152,6 @@ export class JsonRpcDispatcher {
       outcome = answer(id, codec, this.asA2AError(err, method, call))
     }
     if (notification) {
-      ended.abort()
       delete outcome.response
       delete outcome.stream
     }
@@ -180,7 +183,7 @@ export class JsonRpcDispatcher {
       started = await this.opts.runner.start(message, { principal: call.principal, watch: streaming })
     }
     call.taskId = started.task.id
-    if (streaming) return { stream: taskStream(started.task, closedOnAbort(started.events!, call.signal), call.codec) }
+    if (streaming) return { stream: taskStream(started.task, closedOnAbort(started.events!, call.endSignal()), call.codec) }
 
     const config = params.configuration ?? {}
     // 0.3 answers at once unless asked to block; 1.0 blocks unless asked to return at once.
@@ -221,7 +224,7 @@ export class JsonRpcDispatcher {
     const params = parseTaskIdParams(raw)
     call.taskId = params.id
     // Subscribe before reading, so no event falls between the snapshot and the stream.
-    const events = closedOnAbort(eventQueue(this.opts.events, params.id), call.signal)
+    const events = closedOnAbort(eventQueue(this.opts.events, params.id), call.endSignal())
     try {
       const task = await this.read(params.id, call)
       if (isTerminal(task.status.state)) {
@@ -229,7 +232,7 @@ export class JsonRpcDispatcher {
       }
       if (this.opts.runner.isRunning(task.id) && !isFinalForNow(task.status.state)) return { stream: taskStream(task, events, call.codec) }
       events.close()
-      return { stream: taskStream(task, this.opts.follower.follow(task, call.signal), call.codec) }
+      return { stream: taskStream(task, this.opts.follower.follow(task, call.endSignal()), call.codec) }
     } catch (err) {
       events.close()
       throw err

@@ -10,14 +10,21 @@ export interface InMemoryTaskStoreOptions {
   terminalTtlMs?: number
 }
 
+/** A stored Task: its JSON (copied out on every get) and a parsed copy that never leaves the store (for list). */
+interface Entry {
+  json: string
+  task: A2ATask
+}
+
 /**
- * Tasks in a Map, for the life of the process. Every save and get copies,
- * so a caller mutating a Task it handed in or got back never changes what
- * is stored. Bounded: finished Tasks make room for new ones.
+ * Tasks in a Map, for the life of the process. Every save and get copies
+ * (through JSON, faster here than structuredClone), so a caller mutating a
+ * Task it handed in or got back never changes what is stored. Bounded:
+ * finished Tasks make room for new ones.
  */
 export class InMemoryTaskStore implements TaskStore {
   /** In save order: the first entries are the longest untouched. */
-  private readonly tasks = new Map<string, A2ATask>()
+  private readonly tasks = new Map<string, Entry>()
   /** Finished Tasks and when they expire, in finishing order. */
   private readonly expiries = new Map<string, number>()
   private readonly maxTasks: number
@@ -36,14 +43,15 @@ export class InMemoryTaskStore implements TaskStore {
 
   async get(id: string): Promise<A2ATask | undefined> {
     this.dropExpired()
-    const task = this.tasks.get(id)
-    return task === undefined ? undefined : structuredClone(task)
+    const entry = this.tasks.get(id)
+    return entry === undefined ? undefined : (JSON.parse(entry.json) as A2ATask)
   }
 
   async save(task: A2ATask): Promise<void> {
-    const copy = structuredClone(task)
+    const json = JSON.stringify(task)
+    const copy = JSON.parse(json) as A2ATask
     this.tasks.delete(task.id)
-    this.tasks.set(task.id, copy)
+    this.tasks.set(task.id, { json, task: copy })
     this.expiries.delete(task.id)
     if (TERMINAL_STATES.has(copy.status.state)) this.expiries.set(task.id, Date.now() + (this.terminalTtlMs ?? Infinity))
     this.dropExpired()
@@ -52,7 +60,8 @@ export class InMemoryTaskStore implements TaskStore {
 
   async list(query: TaskQuery): Promise<TaskPage> {
     this.dropExpired()
-    return structuredClone(pageOfTasks(this.tasks.values(), query))
+    const page = pageOfTasks(Array.from(this.tasks.values(), (entry) => entry.task), query)
+    return { ...page, tasks: page.tasks.map((task) => JSON.parse(JSON.stringify(task)) as A2ATask) }
   }
 
   async delete(id: string): Promise<void> {
