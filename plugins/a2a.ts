@@ -148,7 +148,7 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
         principals.set(request, principal)
       }
 
-      routes.post("/", { bodyLimit: opts.bodyLimit ?? 1024 * 1024, onRequest: authenticate }, async (request, reply) => {
+      routes.post("/", { bodyLimit: opts.bodyLimit ?? 1024 * 1024, ...(auth && { onRequest: authenticate }) }, async (request, reply) => {
         const started = performance.now()
         // Only a streaming call asks for this signal: most requests never pay for a controller and listeners.
         let streamEnd: AbortSignal | undefined

@@ -52,9 +52,11 @@ export function stateFromWire(version: WireVersion, state: string): TaskState | 
   return STATE_FROM_V1.get(state)
 }
 
+/** The object without its undefined fields; built anew rather than with `delete`, which slows every later read and serialization. */
 const drop = <T extends object>(value: T): T => {
-  for (const key of Object.keys(value) as Array<keyof T>) if (value[key] === undefined) delete value[key]
-  return value
+  const kept = {} as T
+  for (const key in value) if (value[key] !== undefined) kept[key] = value[key]
+  return kept
 }
 
 function partToV1(part: A2APart): JsonObject {
