@@ -1,0 +1,163 @@
+// Child: FileTaskStore save and get ops/s against raw fs ceilings, 16 at a time over a few hundred ids.
+// argv: <dir> <seconds per run> <rounds>
+import fs from "node:fs"
+import fsp from "node:fs/promises"
+import path from "node:path"
+import { promisify } from "node:util"
+import { FileTaskStore } from "../dist/lib/index.js"
+import { completedTask } from "./fixtures.mjs"
+import { median } from "./stats.mjs"
+
+const [dir, secondsArg = "2", roundsArg = "3"] = process.argv.slice(2)
+const CONCURRENCY = 16
+const IDS = 256
+
+/** The naive durable ceiling: tmp write, fsync, rename over, fsync the directory; nothing shared between saves. */
+let tmpCount = 0
+async function saveDurably(file, text) {
+  const tmp = `${file}.${process.pid}.${++tmpCount}.ceiling.tmp`
+  const handle = await fsp.open(tmp, "w")
+  try {
+    await handle.writeFile(text, "utf8")
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+  await fsp.rename(tmp, file)
+  const directory = await fsp.open(path.dirname(file), "r")
+  try {
+    await directory.sync()
+  } finally {
+    await directory.close()
+  }
+}
+
+/**
+ * What-if, not toolnexus code: the same durable save, but saves whose renames are done share the
+ * next directory fsync (group commit). A save still resolves only after a directory fsync that
+ * began after its rename, so every acknowledged save is durable.
+ */
+let dirSyncRunning
+let dirSyncQueued
+function syncDirectoryShared(dir) {
+  if (!dirSyncRunning) {
+    dirSyncRunning = syncDirectory(dir).finally(() => (dirSyncRunning = undefined))
+    return dirSyncRunning
+  }
+  dirSyncQueued ??= dirSyncRunning.catch(() => {}).then(() => {
+    dirSyncQueued = undefined
+    return syncDirectoryShared(dir)
+  })
+  return dirSyncQueued
+}
+async function syncDirectory(dir) {
+  const directory = await fsp.open(dir, "r")
+  try {
+    await directory.sync()
+  } finally {
+    await directory.close()
+  }
+}
+async function saveGroupCommit(file, text) {
+  const tmp = `${file}.${process.pid}.${++tmpCount}.group.tmp`
+  const handle = await fsp.open(tmp, "w")
+  try {
+    await handle.writeFile(text, "utf8")
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+  await fsp.rename(tmp, file)
+  await syncDirectoryShared(path.dirname(file))
+}
+
+/**
+ * What-if, not toolnexus code: a get that keeps the text it last read per file and reuses it while
+ * one stat says the file is the same (every save renames a new inode over it, so a save by any
+ * process is seen). The callback fs API: one thread-pool trip per stat, where fs/promises readFile makes several.
+ */
+const statFile = promisify(fs.stat)
+const readFileCallback = promisify(fs.readFile)
+const lastRead = new Map()
+async function getStatCached(file) {
+  const stat = await statFile(file)
+  const cached = lastRead.get(file)
+  if (cached && cached.ino === stat.ino && cached.size === stat.size && cached.mtimeMs === stat.mtimeMs) return JSON.parse(cached.text)
+  const text = await readFileCallback(file, "utf8")
+  lastRead.set(file, { ino: stat.ino, size: stat.size, mtimeMs: stat.mtimeMs, text })
+  return JSON.parse(text)
+}
+
+/** `op(i)` from CONCURRENCY workers until the time is up; ops per second. */
+async function opsPerSecond(seconds, op) {
+  let next = 0
+  let done = 0
+  const deadline = performance.now() + seconds * 1000
+  const started = performance.now()
+  const worker = async () => {
+    while (performance.now() < deadline) {
+      await op(next++)
+      done++
+    }
+  }
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker))
+  return done / ((performance.now() - started) / 1000)
+}
+
+try {
+  const seconds = Number(secondsArg)
+  const rounds = Number(roundsArg)
+  const storeDir = path.join(dir, "store")
+  const rawDir = path.join(dir, "raw")
+  await fsp.mkdir(rawDir, { recursive: true })
+  const store = new FileTaskStore(storeDir)
+  const tasks = Array.from({ length: IDS }, () => completedTask())
+  // Both directories hold the same files before anything is timed.
+  for (const task of tasks) {
+    await store.save(task)
+    await fsp.writeFile(path.join(rawDir, `${task.id}.json`), JSON.stringify(task))
+  }
+  const rawFile = tasks.map((task) => path.join(rawDir, `${task.id}.json`))
+  const timestamp = () => new Date().toISOString()
+
+  const runs = {
+    // Each save is a fresh status timestamp on a Task, as a running server would write.
+    saveOurs: (i) => {
+      const task = tasks[i % IDS]
+      return store.save({ ...task, status: { state: task.status.state, timestamp: timestamp() } })
+    },
+    saveCeiling: (i) => {
+      const task = tasks[i % IDS]
+      return saveDurably(rawFile[i % IDS], JSON.stringify({ ...task, status: { state: task.status.state, timestamp: timestamp() } }))
+    },
+    getOurs: async (i) => {
+      const task = await store.get(tasks[i % IDS].id)
+      if (task?.id !== tasks[i % IDS].id) throw new Error("FileTaskStore.get answered the wrong task")
+    },
+    getReadFile: async (i) => {
+      const task = JSON.parse(await fsp.readFile(rawFile[i % IDS], "utf8"))
+      if (task.id !== tasks[i % IDS].id) throw new Error("readFile answered the wrong task")
+    },
+    whatIfSaveGroupCommit: (i) => {
+      const task = tasks[i % IDS]
+      return saveGroupCommit(rawFile[i % IDS], JSON.stringify({ ...task, status: { state: task.status.state, timestamp: timestamp() } }))
+    },
+    whatIfGetReadFileCallback: async (i) => {
+      const task = JSON.parse(await readFileCallback(rawFile[i % IDS], "utf8"))
+      if (task.id !== tasks[i % IDS].id) throw new Error("readFile answered the wrong task")
+    },
+    whatIfGetStatCached: async (i) => {
+      const task = await getStatCached(rawFile[i % IDS])
+      if (task.id !== tasks[i % IDS].id) throw new Error("the cached get answered the wrong task")
+    },
+  }
+  const samples = Object.fromEntries(Object.keys(runs).map((name) => [name, []]))
+  for (const [name, op] of Object.entries(runs)) await opsPerSecond(0.3, op) // warm up
+  for (let round = 0; round < rounds; round++) {
+    for (const [name, op] of Object.entries(runs)) samples[name].push(await opsPerSecond(seconds, op))
+  }
+  await store.close()
+  process.send({ ready: true, samples, medians: Object.fromEntries(Object.entries(samples).map(([name, values]) => [name, median(values)])) })
+} catch (err) {
+  process.send({ error: String(err?.stack ?? err) })
+}

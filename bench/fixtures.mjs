@@ -1,0 +1,19 @@
+// Tasks shaped like the ones the toolnexus runner stores for a one-turn echo answer.
+import { randomUUID } from "node:crypto"
+import { hostname } from "node:os"
+
+/** A completed Task in stored (0.3) form: the user's message, the answer, one artifact, our internals in metadata. */
+export function completedTask(id = randomUUID()) {
+  const contextId = randomUUID()
+  const at = new Date().toISOString()
+  const message = (role, text) => ({ kind: "message", messageId: randomUUID(), role, parts: [{ kind: "text", text }], taskId: id, contextId })
+  return {
+    id,
+    contextId,
+    kind: "task",
+    status: { state: "completed", timestamp: at },
+    history: [message("user", "hi"), message("agent", "echo: hi")],
+    metadata: { toolnexus: { runner: { host: hostname(), pid: process.pid, instance: randomUUID() } } },
+    artifacts: [{ artifactId: randomUUID(), name: "answer", parts: [{ kind: "text", text: "echo: hi" }] }],
+  }
+}

@@ -1,0 +1,54 @@
+// Load from autocannon on loopback, and the request bodies every server gets alike (A2A 1.0, PascalCase methods).
+import autocannon from "autocannon"
+
+export const A2A_HEADERS = { "content-type": "application/json", "a2a-version": "1.0" }
+
+export const sendMessageBody = () =>
+  JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: "m", role: "ROLE_USER", parts: [{ text: "hi" }] } } })
+
+export const getTaskBody = (id) => JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id } })
+
+/** One JSON-RPC call, parsed; throws on an HTTP error. */
+export async function call(url, body) {
+  const res = await fetch(url + "/", { method: "POST", headers: A2A_HEADERS, body })
+  if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`)
+  return res.json()
+}
+
+/** A blocking SendMessage whose answer must be a completed Task; resolves with that Task (1.0 form). */
+export async function sendAndComplete(url) {
+  const answer = await call(url, sendMessageBody())
+  const task = answer.result?.task
+  if (task?.status?.state !== "TASK_STATE_COMPLETED") throw new Error(`${url}: SendMessage did not answer a completed task: ${JSON.stringify(answer).slice(0, 300)}`)
+  return task
+}
+
+/**
+ * Runs autocannon against `url` and returns its numbers. Every answer is checked to be
+ * HTTP 200 holding a completed Task, so a server answering JSON-RPC errors fast cannot win.
+ * `bodies` (optional) are cycled through, one per request.
+ */
+export async function load({ url, body, bodies, seconds, connections = 32, pipelining = 1 }) {
+  let wrong = 0
+  let next = 0
+  const request = {
+    method: "POST",
+    path: "/",
+    headers: A2A_HEADERS,
+    body: body ?? bodies[0],
+    onResponse: (status, text) => {
+      if (status !== 200 || !text.includes("TASK_STATE_COMPLETED")) wrong++
+    },
+    ...(bodies && { setupRequest: (req) => ({ ...req, body: bodies[next++ % bodies.length] }) }),
+  }
+  const result = await autocannon({ url, connections, pipelining, duration: seconds, requests: [request] })
+  const seen = result.requests.total
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    requests: seen,
+    // Answers that were not a completed Task, connection errors and timeouts.
+    bad: wrong + result.errors + result.timeouts,
+  }
+}

@@ -1,0 +1,64 @@
+// Child (run with --expose-gc): heap held by 100k completed Tasks in each in-memory store.
+// argv: <count>
+import { InMemoryTaskStore } from "../dist/lib/index.js"
+import { InMemoryTaskStore as SdkInMemoryTaskStore, UnauthenticatedUser, defaultServerCallContextBuilder } from "@a2a-js/sdk/server"
+import { TaskState, Role } from "@a2a-js/sdk"
+import { completedTask } from "./fixtures.mjs"
+
+const count = Number(process.argv[2] ?? 100_000)
+
+function settledHeap() {
+  for (let i = 0; i < 4; i++) globalThis.gc()
+  return process.memoryUsage().heapUsed
+}
+
+/** Heap growth from saving `count` Tasks made by `make(i)` into `store`; the store is kept alive until measured. */
+async function heapPerTasks(store, make, save) {
+  const before = settledHeap()
+  for (let i = 0; i < count; i++) await save(store, make(i))
+  const after = settledHeap()
+  if (typeof store.size === "number" && store.size !== count) throw new Error(`the store holds ${store.size} tasks, not ${count}`)
+  return after - before
+}
+
+/** The SDK's form of the same Task (its store keeps its own protobuf-like objects). */
+function sdkTask(task) {
+  const part = (text) => ({ content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "" })
+  const message = (m) => ({ messageId: m.messageId, contextId: m.contextId, taskId: m.taskId, role: m.role === "user" ? Role.ROLE_USER : Role.ROLE_AGENT, parts: m.parts.map((p) => part(p.text)), metadata: undefined, extensions: [], referenceTaskIds: [] })
+  return {
+    id: task.id,
+    contextId: task.contextId,
+    status: { state: TaskState.TASK_STATE_COMPLETED, message: undefined, timestamp: task.status.timestamp },
+    history: task.history.map(message),
+    artifacts: task.artifacts.map((a) => ({ artifactId: a.artifactId, name: a.name, description: "", parts: a.parts.map((p) => part(p.text)), metadata: undefined, extensions: [] })),
+    metadata: undefined,
+  }
+}
+
+try {
+  if (typeof globalThis.gc !== "function") throw new Error("run with --expose-gc")
+  const sample = completedTask()
+  const ours = new InMemoryTaskStore({ maxTasks: count })
+  const oursBytes = await heapPerTasks(ours, () => completedTask(), (store, task) => store.save(task))
+  const oursKept = ours.size
+  // Let it go before measuring the next store.
+  await ours.delete(sample.id)
+  const sdk = new SdkInMemoryTaskStore()
+  // What the SDK's handler passes for a request without authentication.
+  const context = defaultServerCallContextBuilder({ user: new UnauthenticatedUser() })
+  const sdkBytes = await heapPerTasks(sdk, () => sdkTask(completedTask()), (store, task) => store.save(task, context))
+  // What-if: each Task kept as its JSON text (a get would JSON.parse it: a copy, like structuredClone gives).
+  const texts = new Map()
+  const textBytes = await heapPerTasks(texts, () => completedTask(), (map, task) => void map.set(task.id, JSON.stringify(task)))
+  process.send({
+    ready: true,
+    textBytes,
+    count,
+    oursKept,
+    oursBytes,
+    sdkBytes,
+    taskJsonBytes: Buffer.byteLength(JSON.stringify(sample)),
+  })
+} catch (err) {
+  process.send({ error: String(err?.stack ?? err) })
+}

@@ -1,0 +1,110 @@
+// Reads a .cpuprofile (V8's call tree of nodes, plus samples and their time deltas) and says where the busy time went.
+import fs from "node:fs"
+import path from "node:path"
+
+const SPECIAL = new Set(["(idle)", "(program)", "(garbage collector)", "(root)"])
+
+function fileOf(url) {
+  return url.startsWith("file://") ? decodeURIComponent(new URL(url).pathname) : url
+}
+
+/** Where a frame's code lives: our compiled code, a package, Node itself, or V8's own work. */
+function categoryOf({ functionName, url }, root) {
+  if (SPECIAL.has(functionName)) return functionName
+  if (!url) return "V8 builtins and native code (JSON, structuredClone, writev...)"
+  const file = fileOf(url)
+  if (file.startsWith("node:")) return "node core (http, net, streams, events, abort_controller)"
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file)
+  if (pkg) return pkg[1]
+  if (file.startsWith(root)) return "toolnexus " + path.relative(root, file).replace(/^dist\//, "").replace(/\.js$/, ".ts")
+  return file
+}
+
+/** "functionName file:line" with our files shown as their .ts source path. */
+export function frameName({ functionName, url, lineNumber }, root) {
+  if (!url) return functionName || "(anonymous)"
+  const file = fileOf(url)
+  const shown = file.includes("/node_modules/") ? file.replace(/^.*node_modules\//, "") : file.startsWith(root) ? path.relative(root, file).replace(/^dist\//, "").replace(/\.js$/, ".ts") : file
+  // Line numbers are of the compiled .js file.
+  return `${functionName || "(anonymous)"} (${shown}, js line ${lineNumber + 1})`
+}
+
+/**
+ * Percentages of the busy time (all but idle) in the samples taken at or after `sinceUs`
+ * (the profile's own monotonic clock, the one process.hrtime reads): self time per function and
+ * per category, and for each group the time of samples with any frame of that group on the stack.
+ * `groups` is [{ name, match(callFrame, fileName) }].
+ */
+export function analyzeProfile(file, { root, sinceUs, groups = [] }) {
+  const profile = JSON.parse(fs.readFileSync(file, "utf8"))
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]))
+  const parent = new Map()
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id)
+  const windowed = sinceUs !== undefined && sinceUs > profile.startTime && sinceUs < profile.endTime
+
+  const self = new Map()
+  const categories = new Map()
+  const grouped = new Map(groups.map((g) => [g.name, 0]))
+  const groupsOnStack = new Map() // node id -> names of the groups on its stack
+  const add = (map, key, us) => map.set(key, (map.get(key) ?? 0) + us)
+  const groupsOf = (id) => {
+    let names = groupsOnStack.get(id)
+    if (names) return names
+    const found = new Set()
+    for (let at = id; at !== undefined; at = parent.get(at)) {
+      const frame = byId.get(at).callFrame
+      for (const group of groups) if (!found.has(group.name) && group.match(frame, fileOf(frame.url ?? ""))) found.add(group.name)
+    }
+    names = [...found]
+    groupsOnStack.set(id, names)
+    return names
+  }
+
+  let at = profile.startTime
+  let busy = 0
+  let idle = 0
+  profile.samples.forEach((id, i) => {
+    const us = profile.timeDeltas[i] ?? 0
+    at += us
+    if (windowed && at < sinceUs) return
+    const frame = byId.get(id).callFrame
+    if (frame.functionName === "(idle)") {
+      idle += us
+      return
+    }
+    busy += us
+    add(self, frameName(frame, root), us)
+    add(categories, categoryOf(frame, root), us)
+    for (const name of groupsOf(id)) add(grouped, name, us)
+  })
+
+  const percent = (map) => [...map.entries()].map(([name, us]) => ({ name, percent: (100 * us) / busy })).sort((a, b) => b.percent - a.percent)
+  return { windowed, busyMs: busy / 1000, idleMs: idle / 1000, self: percent(self), categories: percent(categories), groups: percent(grouped) }
+}
+
+/** The one .cpuprofile a process wrote into `dir`. */
+export function profileIn(dir) {
+  const names = fs.readdirSync(dir).filter((name) => name.endsWith(".cpuprofile"))
+  if (names.length !== 1) throw new Error(`expected one .cpuprofile in ${dir}, found ${names.length}`)
+  return path.join(dir, names[0])
+}
+
+/** The hot spots the bench looks for, by where their frames live; each counts every sample with one of its frames on the stack. */
+export function hotSpotGroups(root) {
+  const ours = (relative) => (frame, file) => file === path.join(root, "dist", relative)
+  const named = (relative, ...names) => (frame, file) => file === path.join(root, "dist", relative) && names.includes(frame.functionName)
+  return [
+    { name: "AbortController, AbortSignal.any, abort() on close and abort listeners (per request: plugins/a2a.ts route, jsonrpc.ts dispatch; per task: runner.ts, client.ts)", match: (_f, file) => /^node:internal\/(abort_controller|event_target|per_context\/domexception)$/.test(file) },
+    { name: "InMemoryTaskStore get/save (the copies it makes)", match: named("lib/stores/memory.js", "get", "save", "list") },
+    { name: "wire conversion to 1.0 (lib/a2a/wire.ts)", match: ours("lib/a2a/wire.js") },
+    { name: "params validation (lib/a2a/params.ts: checkDepth + ajv)", match: named("lib/a2a/params.js", "check") },
+    { name: "  of which checkDepth", match: named("lib/a2a/params.js", "checkDepth") },
+    { name: "response serialization (Fastify serialize → JSON.stringify)", match: (frame, file) => file.endsWith("fastify/lib/reply.js") && frame.functionName === "serialize" },
+    { name: "request body parse (secure-json-parse)", match: (_f, file) => file.includes("node_modules/secure-json-parse/") },
+    { name: "logging (pino, the request log line)", match: (frame, file) => file.includes("node_modules/pino/") || (file === path.join(root, "dist/plugins/a2a.js") && frame.functionName === "logLine") },
+    { name: "task runner (lib/a2a/runner.ts: start, fulfil, saves, events)", match: ours("lib/a2a/runner.js") },
+    { name: "local client loop (lib/client.ts)", match: ours("lib/client.js") },
+    { name: "socket writes (writev)", match: (frame) => frame.functionName === "writev" && !frame.url },
+    { name: "garbage collection", match: (frame) => frame.functionName === "(garbage collector)" },
+  ]
+}

@@ -1,0 +1,293 @@
+// The table printed at the end of a run, and bench/results.md + results.json (with the first run kept as the baseline).
+import { execFileSync } from "node:child_process"
+import fs from "node:fs"
+import os from "node:os"
+import path from "node:path"
+import { median } from "./stats.mjs"
+
+const fixed = (value, digits = 0) => (Number.isFinite(value) ? value.toFixed(digits) : "n/a")
+const ratio = (a, b) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? a / b : NaN)
+const times = (value) => (Number.isFinite(value) ? `${value.toFixed(2)}×` : "n/a")
+
+/** The commit the run measures (call it before building and measuring: others may commit meanwhile). */
+export function codeVersion(root) {
+  try {
+    return execFileSync("git", ["-C", root, "describe", "--always", "--dirty"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim()
+  } catch {
+    return "unknown (not a git checkout)"
+  }
+}
+
+function machine(root, commit = codeVersion(root)) {
+  const cpus = os.cpus()
+  return {
+    nproc: os.availableParallelism?.() ?? cpus.length,
+    cpu: cpus[0]?.model?.trim() ?? "unknown",
+    memoryGiB: os.totalmem() / 2 ** 30,
+    node: process.version,
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    tmpFileSystem: fileSystemOf(os.tmpdir()),
+    commit,
+  }
+}
+
+/** The type of the file system holding `dir`, from /proc/mounts (Linux); "unknown" elsewhere. */
+function fileSystemOf(dir) {
+  try {
+    const real = fs.realpathSync(dir)
+    const mounts = fs.readFileSync("/proc/mounts", "utf8").split("\n").map((line) => line.split(" "))
+    const best = mounts.filter(([, at]) => at && (real === at || real.startsWith(at.endsWith("/") ? at : at + "/"))).sort((a, b) => b[1].length - a[1].length)[0]
+    return best ? `${best[2]} (${best[0]} on ${best[1]})` : "unknown"
+  } catch {
+    return "unknown"
+  }
+}
+
+/**
+ * The median over rounds of the per-round ratio: the two runs of one round are seconds apart, so
+ * a machine whose load drifts over the run skews this less than a ratio of medians.
+ */
+function roundRatio(ours, theirs) {
+  return median(ours.map((value, i) => ratio(value, theirs[i])))
+}
+
+/** The ratios the issue sets targets for, each with its target and whether it is met. */
+export function targets(results) {
+  const rps = (scenario, key) => results.http.samples[scenario][key].map((r) => r.rps)
+  const file = results.fileStore.samples
+  const growth = results.growth.rows
+  const first = growth[0]
+  const last = growth.at(-1)
+  // The same comparison by server CPU per request (theirs/ours: how many of our requests fit in the CPU of one of theirs).
+  const cpu = (scenario, key) => results.http.samples[scenario][key].map((r) => r.cpuUsPerRequest)
+  const byCpu = (scenario, theirs) => roundRatio(cpu(scenario, theirs), cpu(scenario, "A"))
+  return [
+    { name: "GetTask ours/SDK (A/C)", value: roundRatio(rps("GetTask", "A"), rps("GetTask", "C")), byCpu: byCpu("GetTask", "C"), target: 5 },
+    { name: "GetTask ours/bare Fastify (A/D)", value: roundRatio(rps("GetTask", "A"), rps("GetTask", "D")), byCpu: byCpu("GetTask", "D"), target: 0.8 },
+    { name: "SendMessage→completed ours/SDK (A/C)", value: roundRatio(rps("SendMessage", "A"), rps("SendMessage", "C")), byCpu: byCpu("SendMessage", "C"), target: 3 },
+    { name: "durable file save ours/naive ceiling", value: roundRatio(file.saveOurs, file.saveCeiling), target: 1 },
+    { name: "file get ours/plain async readFile", value: roundRatio(file.getOurs, file.getReadFile), target: 2.5 },
+    { name: `GetTask flat as the file store grows (req/s at ${last.size} / at ${first.size})`, value: ratio(last.rps, first.rps), byCpu: ratio(first.cpuUsPerRequest, last.cpuUsPerRequest), target: 0.8 },
+  ].map((row) => ({ ...row, met: row.value >= row.target }))
+}
+
+function markdownTable(header, rows) {
+  return [`| ${header.join(" | ")} |`, `|${header.map(() => "---").join("|")}|`, ...rows.map((row) => `| ${row.join(" | ")} |`)].join("\n")
+}
+
+function httpTable(results) {
+  const rows = []
+  for (const scenario of ["GetTask", "SendMessage"]) {
+    const medians = results.http.medians[scenario]
+    for (const { key, label } of results.http.servers) {
+      const m = medians[key]
+      const rounds = results.http.samples[scenario][key].map((r) => fixed(r.rps)).join(" / ")
+      rows.push([scenario, `${key}: ${label}`, fixed(m.rps), fixed(m.p50, 1), fixed(m.p99, 1), fixed(m.cpuUsPerRequest), rounds, String(m.bad)])
+    }
+  }
+  return markdownTable(["scenario", "server", "req/s (median)", "p50 ms", "p99 ms", "server CPU µs/req", "req/s per round", "bad answers"], rows)
+}
+
+function baselineColumn(results, baseline) {
+  if (!baseline) return () => "—"
+  const rows = new Map(targets(baseline).map((row) => [row.name, row.value]))
+  return (name) => times(rows.get(name))
+}
+
+/** Our server's own figures against the baseline run's: CPU per request moves little with the machine's load, req/s a lot. */
+function beforeAfter(results, baseline) {
+  if (!baseline) return ""
+  const MiB = 2 ** 20
+  // "lower" figures improve as they fall (CPU, memory), "higher" as they rise (req/s).
+  const row = (name, before, after, better, unit = "") => {
+    const factor = Math.max(ratio(before, after), ratio(after, before))
+    const fell = after < before
+    const improved = better === "lower" ? fell : !fell
+    return [name, `${fixed(before)}${unit}`, `${fixed(after)}${unit}`, `${times(factor)} ${fell ? "less" : "more"}${improved ? "" : " (worse)"}`]
+  }
+  const a = (r, scenario, field) => r.http.medians[scenario].A[field]
+  return `## Before and after: baseline (${baseline.startedAt.slice(0, 16)}, ${baseline.machine?.commit ?? "?"}) against this run
+
+${markdownTable(["server A (memory store, logger: false)", "baseline", "this run", "change"], [
+  row("GetTask server CPU per request", a(baseline, "GetTask", "cpuUsPerRequest"), a(results, "GetTask", "cpuUsPerRequest"), "lower", " µs"),
+  row("SendMessage server CPU per request", a(baseline, "SendMessage", "cpuUsPerRequest"), a(results, "SendMessage", "cpuUsPerRequest"), "lower", " µs"),
+  row("GetTask req/s", a(baseline, "GetTask", "rps"), a(results, "GetTask", "rps"), "higher"),
+  row("SendMessage req/s", a(baseline, "SendMessage", "rps"), a(results, "SendMessage", "rps"), "higher"),
+  row("heap per 100k tasks in InMemoryTaskStore", baseline.memory.oursBytes / MiB, results.memory.oursBytes / MiB, "lower", " MiB"),
+])}
+
+Both runs used this bench, at different times: the ratios in the targets table, each taken within one run, are the
+fairer comparison.
+
+`
+}
+
+/** Something besides the bench kept the machine busy: load before it started, or more at its end than the bench makes. */
+function busyMachine(results, nproc) {
+  return results.loadAverage.start > 1 || results.loadAverage.end > Math.min(nproc, 2) + 1
+}
+
+export async function writeReport(results, { root, here }) {
+  results.machine = machine(root, results.commit)
+  const jsonPath = path.join(here, "results.json")
+  const baselinePath = path.join(here, "baseline.json")
+  let baseline
+  if (fs.existsSync(baselinePath)) baseline = JSON.parse(fs.readFileSync(baselinePath, "utf8"))
+  const rows = targets(results)
+  const before = baselineColumn(results, baseline)
+  const { http, fileStore, memory, growth, profiles } = results
+  const get = http.medians.GetTask
+  const send = http.medians.SendMessage
+  const f = fileStore.medians
+  const MiB = 2 ** 20
+  const rps = (scenario, key) => http.samples[scenario][key].map((r) => r.rps)
+  const extra = {
+    logging: roundRatio(rps("GetTask", "A+log"), rps("GetTask", "A")),
+    getFileVsSdk: roundRatio(rps("GetTask", "B"), rps("GetTask", "C")),
+    // No Fastify server answers faster than the bare route, so this bounds what ours/SDK can reach here.
+    getCeilingVsSdk: roundRatio(rps("GetTask", "D"), rps("GetTask", "C")),
+    sendCeilingVsSdk: roundRatio(rps("SendMessage", "D"), rps("SendMessage", "C")),
+    sendFileVsSdk: roundRatio(rps("SendMessage", "B"), rps("SendMessage", "C")),
+  }
+
+  // What goes to stdout: the medians and the ratios.
+  const summary = [
+    "Medians over " + results.settings.rounds + " rounds (req/s, p99 ms):",
+    ...http.servers.map(
+      ({ key, label }) =>
+        `  ${key.padEnd(6)} GetTask ${fixed(get[key].rps).padStart(6)} (p99 ${fixed(get[key].p99, 1).padStart(5)}, ${fixed(get[key].cpuUsPerRequest).padStart(4)} µs CPU)` +
+        `   SendMessage ${fixed(send[key].rps).padStart(6)} (p99 ${fixed(send[key].p99, 1).padStart(5)}, ${fixed(send[key].cpuUsPerRequest).padStart(4)} µs CPU)   ${label}`,
+    ),
+    `  file store ops/s: save ours ${fixed(f.saveOurs)} vs naive durable ${fixed(f.saveCeiling)}; get ours ${fixed(f.getOurs)} vs readFile ${fixed(f.getReadFile)}`,
+    `  heap per 100k tasks: toolnexus InMemoryTaskStore ${fixed(memory.oursBytes / MiB)} MiB, SDK InMemoryTaskStore ${fixed(memory.sdkBytes / MiB)} MiB`,
+    `  file store GetTask by size: ${growth.rows.map((r) => `${r.size}: ${fixed(r.rps)} req/s p99 ${fixed(r.p99, 1)} ms`).join("; ")}`,
+    "",
+    "Ratio (median of per-round ratios)                                 value   target  met   by server CPU/request",
+    ...rows.map((row) => `  ${row.name.padEnd(65)} ${times(row.value).padStart(7)}  ≥${String(row.target).padEnd(5)} ${(row.met ? "yes" : "NO").padEnd(5)} ${row.byCpu === undefined ? "" : times(row.byCpu)}`),
+    `  ${"ceiling/SDK, the most ours/SDK can be here: GetTask (D/C)".padEnd(65)} ${times(extra.getCeilingVsSdk).padStart(7)}`,
+    `  ${"ceiling/SDK: SendMessage (D/C)".padEnd(65)} ${times(extra.sendCeilingVsSdk).padStart(7)}`,
+    `  ${"GetTask with logging/without (A+log/A)".padEnd(65)} ${times(extra.logging).padStart(7)}`,
+    `  ${"GetTask file store/SDK (B/C)".padEnd(65)} ${times(extra.getFileVsSdk).padStart(7)}`,
+    `  ${"SendMessage file store/SDK (B/C)".padEnd(65)} ${times(extra.sendFileVsSdk).padStart(7)}`,
+  ].join("\n")
+
+  const m = results.machine
+  const hot = (scenario) => {
+    const p = profiles[scenario]
+    return [
+      `Server A (memory store, logger: false) under ${scenario} load: ${fixed(p.run.rps)} req/s while profiled; ${fixed(p.busyMs)} ms busy CPU and ${fixed(p.idleMs)} ms idle in the ${p.windowed ? "measured window (start-up and warm-up left out)" : "whole process (the window mark fell outside the profile)"}.`,
+      "",
+      "Hot spots (share of busy CPU of the samples with that code anywhere on the stack; they overlap):",
+      "",
+      markdownTable(["hot spot", "% busy CPU"], p.groups.filter((g) => g.percent >= 0.05).map((g) => [g.name, fixed(g.percent, 1)])),
+      "",
+      "Self time by where the code lives:",
+      "",
+      markdownTable(["code", "% self"], p.categories.map((c) => [c.name, fixed(c.percent, 1)])),
+      "",
+      "Top functions by self time:",
+      "",
+      markdownTable(["function", "% self"], p.self.slice(0, 15).map((s) => [`\`${s.name}\``, fixed(s.percent, 1)])),
+    ].join("\n")
+  }
+
+  const md = `# toolnexus benchmark results
+
+Written by \`npm run bench\` (bench/run.mjs) on ${results.startedAt}; the run took ${fixed(results.wallSeconds)} s.
+
+**Machine:** ${m.nproc} CPUs (\`nproc\`), ${m.cpu}, ${fixed(m.memoryGiB, 1)} GiB RAM; Node ${m.node}; ${m.os}; temp dir on ${m.tmpFileSystem}.
+**Code:** toolnexus at \`${m.commit}\` when the run started (dist/ as built by \`npm run build\` just before it).
+
+**How:** each server in its own child process on 127.0.0.1, port 0. Load from autocannon ${"(programmatic API)"} in the
+parent process on loopback: ${results.settings.connections} connections, pipelining ${results.settings.pipelining},
+${results.settings.seconds} s per run, after a 1 s warm-up per server and scenario; rounds interleaved
+(A, A+log, B, C, D, then again) ${results.settings.rounds} times; the figures are medians over the rounds. Every answer
+is checked to be HTTP 200 with a completed Task in it ("bad answers" counts the others, plus socket errors and timeouts).
+Both ours and the SDK get the same A2A 1.0 requests (\`A2A-Version: 1.0\`, PascalCase methods, 1.0 shapes).
+GetTask reads a completed Task created by a blocking SendMessage on that server before the rounds; SendMessage
+is a blocking 1.0 SendMessage answered when the Task is completed. Both agents answer at once: ours is
+\`createLocalClient\` (an in-process model), the SDK's an executor that publishes task, artifact and completed status.
+The ceiling (D) answers every POST with the exact JSON our GetTask answered (${http.answerBytes} bytes).
+Our servers run with \`logger: false\` (A, B); A+log is the same as A with serve()'s default logger (info, redaction,
+synchronous writes) pointed at /dev/null instead of stdout. The SDK server logs nothing per request.
+On ${m.nproc} CPUs the load generator and the server share the machine: the ceiling is partly the load generator's.
+Load average (1 min) before the run ${fixed(results.loadAverage.start, 2)}, at its end ${fixed(results.loadAverage.end, 2)} (the bench itself keeps about
+2 CPUs busy)${busyMachine(results, m.nproc) ? ": **other work was running on this machine around the run; req/s are low and noisy, the CPU-per-request figures less so**" : ""}.
+
+## Targets (issue 6)
+
+${markdownTable(
+  ["ratio", "this run", "target", "met", "by server CPU per request", `baseline${baseline ? ` (${baseline.startedAt.slice(0, 16)}, ${baseline.machine?.commit ?? "?"})` : ""}`],
+  rows.map((row) => [row.name, times(row.value), `≥ ${row.target}×`, row.met ? "yes" : "**no**", row.byCpu === undefined ? "" : times(row.byCpu), before(row.name)]),
+)}
+
+"By server CPU per request" is the other server's CPU time per request over ours (for the ceiling: its CPU over ours):
+what the ratio would be if the server alone were the bottleneck, and a figure other work on the machine moves far less than req/s.
+
+Ratios are the median over rounds of the per-round ratio. The bare Fastify route answers GetTask at ${times(extra.getCeilingVsSdk)}
+of the SDK server's rate (SendMessage: ${times(extra.sendCeilingVsSdk)}) on this machine. Our route does all that route does (parse
+the body, serialize an answer of the same size) and more, so when that figure is below a target, the target cannot be met
+on this machine, whatever toolnexus does. Also: logging on (A+log) runs GetTask at ${times(extra.logging)} of
+logging off; the file store (B) runs GetTask at ${times(extra.getFileVsSdk)} and SendMessage at ${times(extra.sendFileVsSdk)} of the SDK's in-memory server.
+
+${beforeAfter(results, baseline)}## HTTP: GetTask and SendMessage→completed
+
+${httpTable(results)}
+
+## FileTaskStore against raw fs (16 concurrent, 256 ids, ${results.settings.fileSeconds} s per run, median of ${results.settings.rounds})
+
+${markdownTable(["operation", "ops/s (median)", "per round"], [
+  ["save: FileTaskStore.save (durable)", fixed(f.saveOurs), fileStore.samples.saveOurs.map((v) => fixed(v)).join(" / ")],
+  ["save: naive durable ceiling (tmp write + fsync + rename + dir fsync, fs/promises)", fixed(f.saveCeiling), fileStore.samples.saveCeiling.map((v) => fixed(v)).join(" / ")],
+  ["get: FileTaskStore.get", fixed(f.getOurs), fileStore.samples.getOurs.map((v) => fixed(v)).join(" / ")],
+  ["get: plain async readFile + JSON.parse (fs/promises)", fixed(f.getReadFile), fileStore.samples.getReadFile.map((v) => fixed(v)).join(" / ")],
+  ["what-if save: the ceiling with a shared (group-commit) directory fsync", fixed(f.whatIfSaveGroupCommit), fileStore.samples.whatIfSaveGroupCommit.map((v) => fixed(v)).join(" / ")],
+  ["what-if get: callback fs.readFile + JSON.parse", fixed(f.whatIfGetReadFileCallback), fileStore.samples.whatIfGetReadFileCallback.map((v) => fixed(v)).join(" / ")],
+  ["what-if get: one fs.stat (callback API), cached text reused while ino/size/mtime match", fixed(f.whatIfGetStatCached), fileStore.samples.whatIfGetStatCached.map((v) => fixed(v)).join(" / ")],
+])}
+
+The what-if rows are not toolnexus code: they measure, on this disk, the changes proposed for lib/stores/file.ts
+(group-commit save: ${times(roundRatio(fileStore.samples.whatIfSaveGroupCommit, fileStore.samples.saveCeiling))} of the naive ceiling; stat-validated get:
+${times(roundRatio(fileStore.samples.whatIfGetStatCached, fileStore.samples.getReadFile))} of readFile; callback readFile: ${times(roundRatio(fileStore.samples.whatIfGetReadFileCallback, fileStore.samples.getReadFile))}).
+
+## Memory per 100k tasks (heap delta after gc, child with --expose-gc)
+
+${markdownTable(["store", "heap for 100k completed tasks", "per task"], [
+  ["toolnexus InMemoryTaskStore (the code as built)", `${fixed(memory.oursBytes / MiB)} MiB`, `${fixed(memory.oursBytes / memory.count)} B`],
+  ["@a2a-js/sdk InMemoryTaskStore (same tasks in the SDK's form)", `${fixed(memory.sdkBytes / MiB)} MiB`, `${fixed(memory.sdkBytes / memory.count)} B`],
+  ["what-if: each task kept as its JSON text (Map<string, string>)", `${fixed(memory.textBytes / MiB)} MiB`, `${fixed(memory.textBytes / memory.count)} B`],
+])}
+
+One task is ${memory.taskJsonBytes} bytes of JSON (user message, agent answer, one artifact, our internals in metadata).
+
+## GetTask as the file store grows
+
+${markdownTable(["tasks in the directory", "GetTask req/s (median)", "p50 ms", "p99 ms", "server CPU µs/req", "bad answers", "files written in"], growth.rows.map((r) => [String(r.size), fixed(r.rps), fixed(r.p50, 1), fixed(r.p99, 1), fixed(r.cpuUsPerRequest), String(r.bad), `${fixed(r.writeSeconds, 1)} s`]))}
+
+One file-store server (logger: false) on a directory filled between measurements: the task files are written
+straight into it (same names FileTaskStore gives, no fsync, since the reads are what is measured; then one sync(1) so
+writeback does not overlap the reads; "files written in" includes it), and each
+run reads random ids from the whole directory (${results.settings.growthSeconds} s runs, median of ${results.settings.rounds}). The files are
+in the page cache, as recently written ones are on a server.
+Start-up (fork to listening, including the interrupted-task recovery that reads every Task file): ${fixed(growth.emptyStartMs)} ms
+on an empty directory; on ${growth.fullSize} tasks ${
+  growth.fullStartError
+    ? `**the server did not start**: after ${fixed(growth.fullStartMs)} ms it failed with \`${growth.fullStartError}\``
+    : `${fixed(growth.fullStartMs)} ms`
+}.
+
+## Profile (node --cpu-prof on the server child)
+
+### GetTask
+
+${hot("GetTask")}
+
+### SendMessage→completed
+
+${hot("SendMessage")}
+`
+  fs.writeFileSync(path.join(here, "results.md"), md)
+  fs.writeFileSync(jsonPath, JSON.stringify(results, null, 2) + "\n")
+  if (!baseline) fs.writeFileSync(baselinePath, JSON.stringify(results, null, 2) + "\n")
+  return summary
+}

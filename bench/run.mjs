@@ -1,0 +1,276 @@
+// npm run bench: toolnexus against the official A2A SDK and a bare Fastify ceiling, in one interleaved run.
+// Knobs (environment): BENCH_SECONDS (per load run, default 3), BENCH_ROUNDS (default 3),
+// BENCH_CONNECTIONS (default 32), BENCH_GROWTH (file-store sizes, default "1000,10000,100000").
+import { execFileSync } from "node:child_process"
+import { randomUUID } from "node:crypto"
+import fs from "node:fs"
+import fsp from "node:fs/promises"
+import os from "node:os"
+import path from "node:path"
+import { fileURLToPath } from "node:url"
+import { ask, killAll, startChild, stopChild, withChildCpu } from "./child.mjs"
+import { completedTask } from "./fixtures.mjs"
+import { call, getTaskBody, load, sendAndComplete, sendMessageBody } from "./load.mjs"
+import { analyzeProfile, hotSpotGroups, profileIn } from "./profile.mjs"
+import { codeVersion, writeReport } from "./report.mjs"
+import { median } from "./stats.mjs"
+import { FileTaskStore } from "../dist/lib/index.js"
+
+const here = path.dirname(fileURLToPath(import.meta.url))
+const root = path.dirname(here)
+const settings = {
+  seconds: Number(process.env.BENCH_SECONDS ?? 3),
+  rounds: Number(process.env.BENCH_ROUNDS ?? 3),
+  connections: Number(process.env.BENCH_CONNECTIONS ?? 32),
+  pipelining: 1,
+  fileSeconds: 2,
+  growthSeconds: 2,
+  growth: (process.env.BENCH_GROWTH ?? "1000,10000,100000").split(",").map(Number),
+  profileSeconds: 5,
+}
+
+const SERVERS = [
+  { key: "A", label: "toolnexus, memory store (logger: false)", script: "toolnexus.mjs", args: ["memory", "off"] },
+  { key: "A+log", label: "toolnexus, memory store, default logging (info) to /dev/null", script: "toolnexus.mjs", args: ["memory", "devnull"] },
+  { key: "B", label: "toolnexus, file store (logger: false)", script: "toolnexus.mjs", args: ["file:<dir>", "off"] },
+  { key: "C", label: "@a2a-js/sdk 1.3 Express + InMemoryTaskStore", script: "sdk.mjs", args: [] },
+  { key: "D", label: "bare Fastify route, task-sized JSON (ceiling)", script: "bare.mjs", args: [] },
+]
+const SCENARIOS = ["GetTask", "SendMessage"]
+
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "toolnexus-bench-"))
+const log = (...parts) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}]`, ...parts)
+
+function cleanUp() {
+  killAll()
+  fs.rmSync(scratch, { recursive: true, force: true })
+}
+process.on("exit", killAll)
+for (const signal of ["SIGINT", "SIGTERM"]) {
+  process.on(signal, () => {
+    cleanUp()
+    process.exit(130)
+  })
+}
+
+const started = performance.now()
+try {
+  const results = { settings, startedAt: new Date().toISOString(), commit: codeVersion(root), loadAverage: { start: os.loadavg()[0] } }
+  results.http = await httpRounds()
+  results.fileStore = await fileStoreOps()
+  results.memory = await memoryPerTasks()
+  results.growth = await fileStoreGrowth()
+  results.profiles = await profiles()
+  results.wallSeconds = (performance.now() - started) / 1000
+  results.loadAverage.end = os.loadavg()[0]
+  const summary = await writeReport(results, { root, here })
+  console.log("\n" + summary)
+  log(`done in ${results.wallSeconds.toFixed(0)} s; wrote bench/results.md and bench/results.json`)
+} catch (err) {
+  console.error(err)
+  process.exitCode = 1
+} finally {
+  cleanUp()
+}
+
+/** Starts every server, seeds each with a completed Task, then A B C D A B C D... per scenario; medians over rounds. */
+async function httpRounds() {
+  const running = []
+  try {
+    for (const server of SERVERS) {
+      const args = server.args.map((arg) => arg.replace("<dir>", path.join(scratch, "b-tasks")))
+      const { child, info } = await startChild(path.join(here, "servers", server.script), args)
+      running.push({ ...server, child, url: info.url })
+    }
+    log(`servers up: ${running.map((s) => `${s.key} ${s.url}`).join(", ")}`)
+    const a = running.find((s) => s.key === "A")
+    const seeded = {}
+    for (const server of running) {
+      if (server.key === "D") continue
+      seeded[server.key] = (await sendAndComplete(server.url)).id
+    }
+    // The ceiling answers exactly what our GetTask answers.
+    const answer = await call(a.url, getTaskBody(seeded.A))
+    await ask(running.find((s) => s.key === "D").child, { payload: answer })
+    const bodies = {
+      GetTask: (server) => getTaskBody(seeded[server.key] ?? seeded.A),
+      SendMessage: () => sendMessageBody(),
+    }
+    const runOnce = (server, scenario, seconds) =>
+      withChildCpu(server.child, () =>
+        load({ url: server.url, body: bodies[scenario](server), seconds, connections: settings.connections, pipelining: settings.pipelining }),
+      )
+
+    log("warming up (1 s per server and scenario)")
+    for (const scenario of SCENARIOS) for (const server of running) await runOnce(server, scenario, 1)
+
+    const samples = {}
+    for (let round = 1; round <= settings.rounds; round++) {
+      for (const scenario of SCENARIOS) {
+        for (const server of running) {
+          const result = await runOnce(server, scenario, settings.seconds)
+          ;((samples[scenario] ??= {})[server.key] ??= []).push(result)
+          log(
+            `round ${round} ${scenario.padEnd(11)} ${server.key.padEnd(5)} ${result.rps.toFixed(0).padStart(6)} req/s  p99 ${String(result.p99).padStart(4)} ms  ` +
+              `server CPU ${result.cpuUsPerRequest.toFixed(0).padStart(4)} µs/req${result.bad ? `  ${result.bad} bad answers` : ""}`,
+          )
+        }
+      }
+    }
+    const medians = {}
+    for (const scenario of SCENARIOS) {
+      medians[scenario] = {}
+      for (const [key, runs] of Object.entries(samples[scenario])) {
+        medians[scenario][key] = {
+          rps: median(runs.map((r) => r.rps)),
+          p50: median(runs.map((r) => r.p50)),
+          p99: median(runs.map((r) => r.p99)),
+          cpuUsPerRequest: median(runs.map((r) => r.cpuUsPerRequest)),
+          bad: runs.reduce((sum, r) => sum + r.bad, 0),
+        }
+      }
+    }
+    return { servers: SERVERS.map(({ key, label }) => ({ key, label })), answerBytes: JSON.stringify(answer).length, samples, medians }
+  } finally {
+    for (const server of running) await stopChild(server.child)
+  }
+}
+
+/** FileTaskStore save/get against the raw fs ceilings, in a child of its own. */
+async function fileStoreOps() {
+  log("FileTaskStore ops vs raw fs ceilings (16 concurrent, 256 ids)")
+  const dir = path.join(scratch, "file-ops")
+  const { child, info } = await startChild(path.join(here, "file-store.mjs"), [dir, String(settings.fileSeconds), String(settings.rounds)], { timeoutMs: 300_000 })
+  await stopChild(child)
+  await fsp.rm(dir, { recursive: true, force: true })
+  return info
+}
+
+/** Heap per 100k Tasks, in a child with --expose-gc. */
+async function memoryPerTasks() {
+  log("heap per 100k tasks (child with --expose-gc)")
+  const { child, info } = await startChild(path.join(here, "memory.mjs"), ["100000"], { execArgv: ["--expose-gc"], timeoutMs: 300_000 })
+  await stopChild(child)
+  return info
+}
+
+/**
+ * GetTask on a file-store server as its directory grows. The files are written straight into
+ * the directory (no fsync: the reads are what is measured), named as FileTaskStore names them.
+ */
+async function fileStoreGrowth() {
+  const dir = path.join(scratch, "growth")
+  const namer = new FileTaskStore(dir)
+  const template = completedTask()
+  const ids = []
+  const rows = []
+  let server = await startServerTimed(dir)
+  const emptyStartMs = server.startMs
+  try {
+    for (const size of settings.growth) {
+      const t0 = performance.now()
+      await writeTaskFiles(namer, template, ids, size)
+      flushToDisk()
+      const writeSeconds = (performance.now() - t0) / 1000
+      // Random ids from the whole directory, fixed before the run so the load costs the same at every size.
+      const bodies = Array.from({ length: 4096 }, () => getTaskBody(ids[Math.floor(Math.random() * ids.length)]))
+      await load({ url: server.url, bodies, seconds: 1, connections: settings.connections })
+      const runs = []
+      for (let round = 0; round < settings.rounds; round++) {
+        runs.push(await withChildCpu(server.child, () => load({ url: server.url, bodies, seconds: settings.growthSeconds, connections: settings.connections })))
+      }
+      const row = {
+        size,
+        writeSeconds,
+        rps: median(runs.map((r) => r.rps)),
+        p50: median(runs.map((r) => r.p50)),
+        p99: median(runs.map((r) => r.p99)),
+        cpuUsPerRequest: median(runs.map((r) => r.cpuUsPerRequest)),
+        bad: runs.reduce((sum, r) => sum + r.bad, 0),
+      }
+      rows.push(row)
+      log(`file store with ${size} tasks: GetTask ${row.rps.toFixed(0)} req/s, p99 ${row.p99} ms, server CPU ${row.cpuUsPerRequest.toFixed(0)} µs/req (files written in ${writeSeconds.toFixed(1)} s)`)
+    }
+    // A restart on the full directory: start-up recovery reads every Task file.
+    await stopChild(server.child)
+    server = undefined
+    const t0 = performance.now()
+    let fullStartError
+    try {
+      server = await startServerTimed(dir)
+    } catch (err) {
+      fullStartError = firstLine(err)
+    }
+    const fullStartMs = server?.startMs ?? performance.now() - t0
+    log(
+      `file-store server start on ${ids.length} tasks: ${fullStartError ? `FAILED after ${fullStartMs.toFixed(0)} ms: ${fullStartError}` : `${fullStartMs.toFixed(0)} ms`}` +
+        ` (on an empty directory: ${emptyStartMs.toFixed(0)} ms)`,
+    )
+    return { rows, emptyStartMs, fullStartMs, fullStartError, fullSize: ids.length }
+  } finally {
+    if (server) await stopChild(server.child)
+    await fsp.rm(dir, { recursive: true, force: true })
+  }
+}
+
+async function startServerTimed(dir) {
+  const t0 = performance.now()
+  const { child, info } = await startChild(path.join(here, "servers", "toolnexus.mjs"), [`file:${dir}`, "off"], { timeoutMs: 300_000 })
+  return { child, url: info.url, startMs: performance.now() - t0 }
+}
+
+/** Writes dirty pages out now (sync(1)), so the kernel's writeback of the files just written does not run during the reads. */
+function flushToDisk() {
+  try {
+    execFileSync("sync", { stdio: "ignore" })
+  } catch {
+    // No sync command here: the reads may then share the machine with writeback.
+  }
+}
+
+/** The error's message without the stack, e.g. a child's "failed to start: FastifyError: ...". */
+function firstLine(err) {
+  return String(err?.message ?? err).split("\n")[0]
+}
+
+async function writeTaskFiles(namer, template, ids, size) {
+  const text = JSON.stringify(template)
+  let next = ids.length
+  const writer = async () => {
+    while (next < size) {
+      next++
+      const id = randomUUID()
+      ids.push(id)
+      // The template's text with this id: a Task as the runner saves it.
+      await fsp.writeFile(namer.fileFor(id), text.replaceAll(template.id, id))
+    }
+  }
+  await Promise.all(Array.from({ length: 64 }, writer))
+}
+
+/** --cpu-prof on server A during GetTask, then during SendMessage; start-up and warm-up are left out. */
+async function profiles() {
+  const out = {}
+  for (const scenario of SCENARIOS) {
+    log(`profiling server A under ${scenario} (--cpu-prof)`)
+    const dir = path.join(scratch, `profile-${scenario}`)
+    fs.mkdirSync(dir)
+    const { child, info } = await startChild(path.join(here, "servers", "toolnexus.mjs"), ["memory", "off"], {
+      execArgv: ["--cpu-prof", "--cpu-prof-dir", dir, "--cpu-prof-interval", "250"],
+    })
+    let run
+    let sinceUs
+    try {
+      const id = (await sendAndComplete(info.url)).id
+      const body = scenario === "GetTask" ? getTaskBody(id) : sendMessageBody()
+      await load({ url: info.url, body, seconds: 1, connections: settings.connections })
+      sinceUs = (await ask(child, { mark: {} })).atUs
+      run = await load({ url: info.url, body, seconds: settings.profileSeconds, connections: settings.connections })
+    } finally {
+      await stopChild(child)
+    }
+    const analysis = analyzeProfile(profileIn(dir), { root, sinceUs, groups: hotSpotGroups(root) })
+    out[scenario] = { run, ...analysis, self: analysis.self.slice(0, 25), categories: analysis.categories.slice(0, 12) }
+  }
+  return out
+}
