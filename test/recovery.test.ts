@@ -5,7 +5,7 @@ import os from "node:os"
 import path from "node:path"
 import readline from "node:readline"
 import t from "tap"
-import { recoverInterrupted, sameHostLiveness } from "../lib/a2a/recovery.js"
+import { recoverInterrupted, RecoveryService, sameHostLiveness } from "../lib/a2a/recovery.js"
 import { createLocalClient } from "../lib/client.js"
 import { currentRunner, withInternals, type RunnerId } from "../lib/internals.js"
 import { serve } from "../lib/serve.js"
@@ -110,4 +110,28 @@ t.test("a real server killed mid-task: its task is failed by the next server, ne
     body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "GetTask", params: { id } }),
   }).then((r) => r.json())) as { result: A2ATask }
   t.equal(polled.result.status.state, "failed", "a peer polling after the redeploy finds it, failed, not missing")
+})
+
+t.test("a slow first sweep does not hold start-up; it finishes in the background and stop() ends it", async (t) => {
+  const store = new RecordingStore()
+  const self = currentRunner()
+  const dead: RunnerId = { ...self, pid: await deadPid(), instance: "dead" }
+  await store.save(withInternals({ id: "late-orphan", contextId: "c", status: { state: "working", timestamp: new Date().toISOString() } }, { runner: dead }))
+  const gate = { open: false }
+  const slow: TaskStore = {
+    get: (id) => store.get(id),
+    save: (task) => store.save(task),
+    list: async (query) => {
+      await waitFor(() => gate.open, 30_000, "the gate")
+      return store.list(query)
+    },
+  }
+  const recovery = new RecoveryService({ store: slow, self, log: memoryLogger() })
+  const started = Date.now()
+  await recovery.start()
+  t.ok(Date.now() - started < 10_000, "start() returned while the sweep still waits")
+  t.equal((await store.get("late-orphan"))?.status.state, "working")
+  gate.open = true
+  await waitFor(async () => (await store.get("late-orphan"))?.status.state === "failed", 10_000, "the background sweep")
+  await recovery.stop()
 })

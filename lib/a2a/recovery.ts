@@ -35,7 +35,7 @@ const UNFINISHED: TaskState[] = ["submitted", "working"]
  * peer polling them learns they will not finish. Needs a store with `list`;
  * Tasks whose process may be alive are left alone. Returns the ids failed.
  */
-export async function recoverInterrupted(opts: { store: TaskStore; self: RunnerId; log: Logger; isAlive?: LivenessCheck }): Promise<string[]> {
+export async function recoverInterrupted(opts: { store: TaskStore; self: RunnerId; log: Logger; isAlive?: LivenessCheck; signal?: AbortSignal }): Promise<string[]> {
   const { store, self, log } = opts
   const isAlive = opts.isAlive ?? sameHostLiveness
   if (!store.list) return []
@@ -44,6 +44,7 @@ export async function recoverInterrupted(opts: { store: TaskStore; self: RunnerI
     const orphans: A2ATask[] = []
     let pageToken: string | undefined
     do {
+      if (opts.signal?.aborted) return failed
       const page = await store.list({ status: state, pageSize: 100, pageToken, includeArtifacts: true })
       for (const task of page.tasks) {
         const runner = internalsOf(task).runner
@@ -53,6 +54,7 @@ export async function recoverInterrupted(opts: { store: TaskStore; self: RunnerI
     } while (pageToken)
     // Saved after the listing, so the pages do not shift under the cursor.
     for (const task of orphans) {
+      if (opts.signal?.aborted) return failed
       const runner = internalsOf(task).runner!
       const text = `Interrupted: the server running this task (pid ${runner.pid}) stopped before it finished; send the message again`
       const recovered: A2ATask = {
@@ -85,38 +87,52 @@ export async function recoverInterrupted(opts: { store: TaskStore; self: RunnerI
 export class RecoveryService {
   private timers: NodeJS.Timeout[] = []
   private readonly ttl: number
+  private readonly stopping = new AbortController()
+  private sweeping: Promise<void> = Promise.resolve()
 
   constructor(private readonly opts: { store: TaskStore; self: RunnerId; log: Logger; leaseTtlMs?: number }) {
     this.ttl = opts.leaseTtlMs ?? 15_000
   }
 
+  /**
+   * Takes this server's lease, then sweeps. Waits for the first sweep at
+   * most `FIRST_SWEEP_WAIT_MS`: a large store is swept in the background,
+   * so the server still starts in time.
+   */
   async start(): Promise<void> {
     const { store, self, log } = this.opts
     const leases = store.leases
-    const sweep = async () => {
-      try {
-        await recoverInterrupted({ store, self, log, isAlive: leases ? leaseLiveness(leases) : sameHostLiveness })
-      } catch (err) {
-        log.error(errorFields(err), "could not look for tasks interrupted by a stopped server")
+    const sweep = () =>
+      (this.sweeping = this.sweeping.then(async () => {
+        try {
+          const isAlive = leases ? leaseLiveness(leases) : sameHostLiveness
+          await recoverInterrupted({ store, self, log, isAlive, signal: this.stopping.signal })
+        } catch (err) {
+          log.error(errorFields(err), "could not look for tasks interrupted by a stopped server")
+        }
+      }))
+    if (leases) {
+      const renew = async () => {
+        try {
+          await leases.renew(self.instance, this.ttl)
+        } catch (err) {
+          log.warn(errorFields(err), "could not renew this server's lease")
+        }
       }
+      await renew()
+      this.timers = [setInterval(renew, Math.max(1, Math.floor(this.ttl / 3))), setInterval(sweep, this.ttl)]
+      for (const timer of this.timers) timer.unref()
     }
-    if (!leases) return sweep()
-    const renew = async () => {
-      try {
-        await leases.renew(self.instance, this.ttl)
-      } catch (err) {
-        log.warn(errorFields(err), "could not renew this server's lease")
-      }
-    }
-    await renew()
-    await sweep()
-    this.timers = [setInterval(renew, Math.max(1, Math.floor(this.ttl / 3))), setInterval(sweep, this.ttl)]
-    for (const timer of this.timers) timer.unref()
+    let waited: NodeJS.Timeout | undefined
+    await Promise.race([sweep(), new Promise((resolve) => (waited = setTimeout(resolve, FIRST_SWEEP_WAIT_MS)))])
+    clearTimeout(waited)
   }
 
   async stop(): Promise<void> {
     for (const timer of this.timers) clearInterval(timer)
     this.timers = []
+    this.stopping.abort()
+    await this.sweeping
     try {
       await this.opts.store.leases?.release(this.opts.self.instance)
     } catch (err) {
@@ -124,3 +140,6 @@ export class RecoveryService {
     }
   }
 }
+
+/** How long start-up waits for the first sweep before leaving it to the background. */
+const FIRST_SWEEP_WAIT_MS = 2000
