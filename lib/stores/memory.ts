@@ -1,3 +1,4 @@
+import { internalsOf, withInternals } from "../internals.js"
 import type { A2ATask } from "../types.js"
 import { TERMINAL_STATES } from "../types.js"
 import { pageOfTasks, type TaskPage, type TaskQuery } from "./list.js"
@@ -10,10 +11,20 @@ export interface InMemoryTaskStoreOptions {
   terminalTtlMs?: number
 }
 
-/** A stored Task: its JSON (copied out on every get) and a parsed copy that never leaves the store (for list). */
+/**
+ * A stored Task: its JSON, parsed anew for every get, and the few fields
+ * list() filters and orders by (id, context, status, owner) as a small Task.
+ */
 interface Entry {
   json: string
-  task: A2ATask
+  index: A2ATask
+}
+
+/** The fields of a Task that list() looks at, and nothing else. */
+function indexOf(task: A2ATask): A2ATask {
+  const index: A2ATask = { id: task.id, contextId: task.contextId, status: { state: task.status.state, timestamp: task.status.timestamp } }
+  const principal = internalsOf(task).principal
+  return principal === undefined ? index : withInternals(index, { principal })
 }
 
 /**
@@ -49,19 +60,22 @@ export class InMemoryTaskStore implements TaskStore {
 
   async save(task: A2ATask): Promise<void> {
     const json = JSON.stringify(task)
-    const copy = JSON.parse(json) as A2ATask
     this.tasks.delete(task.id)
-    this.tasks.set(task.id, { json, task: copy })
+    this.tasks.set(task.id, { json, index: indexOf(task) })
     this.expiries.delete(task.id)
-    if (TERMINAL_STATES.has(copy.status.state)) this.expiries.set(task.id, Date.now() + (this.terminalTtlMs ?? Infinity))
+    if (TERMINAL_STATES.has(task.status.state)) this.expiries.set(task.id, Date.now() + (this.terminalTtlMs ?? Infinity))
     this.dropExpired()
     this.makeRoom()
   }
 
   async list(query: TaskQuery): Promise<TaskPage> {
     this.dropExpired()
-    const page = pageOfTasks(Array.from(this.tasks.values(), (entry) => entry.task), query)
-    return { ...page, tasks: page.tasks.map((task) => JSON.parse(JSON.stringify(task)) as A2ATask) }
+    const page = pageOfTasks(Array.from(this.tasks.values(), (entry) => entry.index), query)
+    const tasks = page.tasks.map((index) => {
+      const { artifacts, ...task } = JSON.parse(this.tasks.get(index.id)!.json) as A2ATask
+      return query.includeArtifacts && artifacts !== undefined ? { ...task, artifacts } : task
+    })
+    return { ...page, tasks }
   }
 
   async delete(id: string): Promise<void> {
