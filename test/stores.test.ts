@@ -151,3 +151,37 @@ t.test("resolveStore", async (t) => {
   t.throws(() => resolveStore({ get: () => undefined } as never), /Unknown A2A store \(an object without get\/save methods\)/)
   t.throws(() => resolveStore(42 as never), /Unknown A2A store \(a number\)/)
 })
+
+t.test("FileTaskStore.get reuses a file it read while the file is unchanged, and sees every change", async (t) => {
+  const dir = tmpDir(t)
+  let reads = 0
+  const counting = {
+    ...fs.promises,
+    open: fs.promises.open,
+    readFile: (file: string, encoding: "utf8") => (reads++, fs.promises.readFile(file, encoding)),
+    stat: (file: string) => fs.promises.stat(file),
+  }
+  const store = new FileTaskStore(dir, { fs: counting as never })
+  await store.save(task("cached", "working"))
+  t.equal((await store.get("cached"))?.status.state, "working")
+  t.equal((await store.get("cached"))?.status.state, "working")
+  t.equal(reads, 1, "the second get did not read the file again")
+  const copy = await store.get("cached")
+  copy!.status.state = "failed"
+  t.equal((await store.get("cached"))?.status.state, "working", "each get hands out its own copy")
+
+  await store.save(task("cached", "completed"))
+  t.equal((await store.get("cached"))?.status.state, "completed", "a save through the store is seen")
+  // Another process replaces the file the way a save does (new file renamed over it), same length.
+  const other = new FileTaskStore(dir)
+  await other.save(task("cached", "canceled"))
+  t.equal((await store.get("cached"))?.status.state, "canceled", "another process's save is seen")
+  // An edit in place that keeps the size: the times change.
+  const file = path.join(dir, "cached.json")
+  const text = fs.readFileSync(file, "utf8")
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  fs.writeFileSync(file, text.replace('"canceled"', '"rejected"'))
+  t.equal((await store.get("cached"))?.status.state, "rejected", "an edit in place is seen")
+  fs.rmSync(file)
+  t.equal(await store.get("cached"), undefined, "a removed file is missing, not served from the cache")
+})

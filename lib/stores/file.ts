@@ -14,7 +14,8 @@ export interface FileSystem {
   rm(path: string, options: { force: true }): Promise<void>
   readFile(path: string, encoding: "utf8"): Promise<string>
   readdir(path: string): Promise<string[]>
-  stat(path: string): Promise<{ mtimeMs: number }>
+  /** `ino`, `size` and `ctimeMs` let get() reuse a file it read before; a layer without them just reads every time. */
+  stat(path: string): Promise<{ mtimeMs: number; ctimeMs?: number; ino?: number; size?: number }>
 }
 
 export interface FileSystemHandle {
@@ -31,6 +32,30 @@ export interface FileTaskStoreOptions {
 /** A save never takes this long, so a tmp file this old is abandoned whoever wrote it. */
 const ABANDONED_TMP_AGE_MS = 10 * 60_000
 const FILE_SYSTEM_METHODS = ["open", "rename", "rm", "readFile", "readdir", "stat"] as const
+/** How many files' text get() keeps to skip re-reading them (about 1 KB each). */
+const READ_CACHE_ENTRIES = 10_000
+
+/** A file's text as read, and the stat that says it is still the same file. */
+interface CachedRead {
+  ino: number
+  size: number
+  mtimeMs: number
+  ctimeMs: number
+  text: string
+}
+
+/**
+ * node:fs/promises, but stat and readFile through the callback API, which
+ * is markedly faster on Node 20 for the small reads get() does.
+ */
+const defaultFileSystem: FileSystem = {
+  open: (path, flags) => fsp.open(path, flags),
+  rename: (from, to) => fsp.rename(from, to),
+  rm: (path, options) => fsp.rm(path, options),
+  readdir: (path) => fsp.readdir(path),
+  readFile: (path, encoding) => new Promise((resolve, reject) => fs.readFile(path, encoding, (err, text) => (err ? reject(err) : resolve(text)))),
+  stat: (path) => new Promise((resolve, reject) => fs.stat(path, (err, stats) => (err ? reject(err) : resolve(stats)))),
+}
 
 let tmpCounter = 0
 
@@ -51,6 +76,8 @@ export class FileTaskStore implements TaskStore {
   private readonly opened: Promise<void>
   /** The tail of the write chain per id, so saves and deletes of one id never overtake each other. */
   private readonly pending = new Map<string, Promise<void>>()
+  /** Text of files read before, by path, oldest use first. */
+  private readonly readCache = new Map<string, CachedRead>()
 
   constructor(dir: string, options: FileTaskStoreOptions = {}) {
     if (typeof dir !== "string" || dir.length === 0) {
@@ -61,7 +88,7 @@ export class FileTaskStore implements TaskStore {
       throw new TypeError(`FileTaskStore options.fs should be an object with ${FILE_SYSTEM_METHODS.join(", ")} methods, like node:fs/promises`)
     }
     this.dir = path.resolve(dir)
-    this.fs = custom ?? fsp
+    this.fs = custom ?? defaultFileSystem
     fs.mkdirSync(this.dir, { recursive: true })
     // Asynchronous, so it goes through options.fs like every other operation and never blocks the event loop.
     this.opened = removeAbandonedTmpFiles(this.fs, this.dir)
@@ -76,7 +103,7 @@ export class FileTaskStore implements TaskStore {
   async get(id: string): Promise<A2ATask | undefined> {
     const file = this.fileFor(id)
     await this.opened
-    const task = await this.readFile(file)
+    const task = await this.readCurrent(file)
     // A hashed file name could in theory be shared; the id inside decides.
     if (task !== undefined && task.id !== id) {
       throw new Error(`FileTaskStore found a file at ${file} that does not hold task ${JSON.stringify(id)}`)
@@ -84,15 +111,52 @@ export class FileTaskStore implements TaskStore {
     return task
   }
 
+  /**
+   * The Task in a file, reusing the text read last time while a stat shows
+   * the same file: every save renames a new file into place, so a change by
+   * any process shows as a new inode, size or time.
+   */
+  private async readCurrent(file: string): Promise<A2ATask | undefined> {
+    let stats: Awaited<ReturnType<FileSystem["stat"]>>
+    try {
+      stats = await this.fs.stat(file)
+    } catch (err) {
+      this.readCache.delete(file)
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined
+      throw new Error(`FileTaskStore could not read ${file}: ${(err as Error).message}`, { cause: err })
+    }
+    const cached = this.readCache.get(file)
+    const { ino, size, ctimeMs, mtimeMs } = stats
+    if (cached && cached.ino === ino && cached.size === size && cached.mtimeMs === mtimeMs && cached.ctimeMs === ctimeMs) {
+      return this.parse(file, cached.text)
+    }
+    const text = await this.readText(file)
+    if (text === undefined) return undefined
+    const task = this.parse(file, text)
+    if (ino !== undefined && size !== undefined && ctimeMs !== undefined) {
+      this.readCache.delete(file)
+      this.readCache.set(file, { ino, size, mtimeMs, ctimeMs, text })
+      if (this.readCache.size > READ_CACHE_ENTRIES) this.readCache.delete(this.readCache.keys().next().value!)
+    }
+    return task
+  }
+
   /** The Task in a file; undefined when there is no file; an error when it cannot be read or is not a Task. */
   private async readFile(file: string): Promise<A2ATask | undefined> {
-    let text: string
+    const text = await this.readText(file)
+    return text === undefined ? undefined : this.parse(file, text)
+  }
+
+  private async readText(file: string): Promise<string | undefined> {
     try {
-      text = await this.fs.readFile(file, "utf8")
+      return await this.fs.readFile(file, "utf8")
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined
       throw new Error(`FileTaskStore could not read ${file}: ${(err as Error).message}`, { cause: err })
     }
+  }
+
+  private parse(file: string, text: string): A2ATask {
     let task: A2ATask
     try {
       task = JSON.parse(text) as A2ATask
