@@ -342,3 +342,47 @@ t.test("kill -9 during concurrent saves loses no acknowledged save and leaves no
   t.same(lost, [], "every acknowledged save is on disk, none rolled back")
   t.equal(page.totalSize, names.length, "list() reads every Task file")
 })
+
+t.test("concurrent saves share directory fsyncs, each one begun after the save's rename", async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tn-group-commit-"))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const log: string[] = []
+  const recording = {
+    ...fs.promises,
+    open: async (file: string, flags: "wx" | "r") => {
+      const handle = await fs.promises.open(file, flags)
+      const isDir = file === dir
+      return {
+        writeFile: (data: string, encoding: "utf8") => handle.writeFile(data, encoding),
+        sync: async () => {
+          if (isDir) log.push("dirsync-start")
+          await handle.sync()
+          if (isDir) log.push("dirsync-end")
+        },
+        close: () => handle.close(),
+      }
+    },
+    rename: async (from: string, to: string) => {
+      await fs.promises.rename(from, to)
+      log.push(`rename ${path.basename(to)}`)
+    },
+  }
+  const store = new FileTaskStore(dir, { fs: recording as never })
+  const ids = Array.from({ length: 20 }, (_, i) => `g-${i}`)
+  await Promise.all(
+    ids.map((id) =>
+      store.save({ id, status: { state: "working" } }).then(() => log.push(`acked ${id}.json`)),
+    ),
+  )
+  const syncs = log.filter((entry) => entry === "dirsync-start").length
+  t.ok(syncs >= 1 && syncs < ids.length, `${syncs} directory fsyncs served ${ids.length} saves`)
+  for (const id of ids) {
+    const renamed = log.indexOf(`rename ${id}.json`)
+    const acked = log.indexOf(`acked ${id}.json`)
+    const covering = log.findIndex((entry, i) => {
+      const ended = log.indexOf("dirsync-end", i)
+      return entry === "dirsync-start" && i > renamed && ended > i && ended < acked
+    })
+    t.ok(covering > renamed, `${id}: acknowledged only after a directory fsync that began after its rename`)
+  }
+})

@@ -76,6 +76,9 @@ export class FileTaskStore implements TaskStore {
   private readonly opened: Promise<void>
   /** The tail of the write chain per id, so saves and deletes of one id never overtake each other. */
   private readonly pending = new Map<string, Promise<void>>()
+  /** The directory fsync under way, and the one queued to follow it (see syncDirectoryAfterRename). */
+  private dirSyncRunning: Promise<void> | undefined
+  private dirSyncNext: Promise<void> | undefined
   /** Text of files read before, by path, oldest use first. */
   private readonly readCache = new Map<string, CachedRead>()
 
@@ -248,7 +251,33 @@ export class FileTaskStore implements TaskStore {
       await this.fs.rm(tmp, { force: true }).catch(() => {})
       throw err
     }
-    await this.syncDirectory()
+    await this.syncDirectoryAfterRename()
+  }
+
+  /**
+   * Group commit: saves whose renames are done share one directory fsync,
+   * as long as it began after their rename. A save arriving while an fsync
+   * runs waits for the next one, which starts when that one ends and
+   * serves every save that arrived meanwhile.
+   */
+  private syncDirectoryAfterRename(): Promise<void> {
+    if (this.dirSyncRunning === undefined) return this.startDirectorySync()
+    this.dirSyncNext ??= this.dirSyncRunning.then(
+      () => this.startDirectorySync(),
+      () => this.startDirectorySync(),
+    )
+    return this.dirSyncNext
+  }
+
+  private startDirectorySync(): Promise<void> {
+    this.dirSyncNext = undefined
+    const running = this.syncDirectory()
+    this.dirSyncRunning = running
+    const clear = () => {
+      if (this.dirSyncRunning === running) this.dirSyncRunning = undefined
+    }
+    running.then(clear, clear)
+    return running
   }
 
   /** Creates a tmp file no one else writes: "wx" refuses a name that exists (a leftover, or another process with our pid). */
