@@ -14,8 +14,9 @@ const IDS = 256
 
 /** The naive durable ceiling: tmp write, fsync, rename over, fsync the directory; nothing shared between saves. */
 let tmpCount = 0
-async function saveDurably(file, text) {
-  const tmp = `${file}.${process.pid}.${++tmpCount}.ceiling.tmp`
+/** Writes and fsyncs a tmp file, then renames it over `file`. */
+async function writeTmpAndRename(file, text, tag) {
+  const tmp = `${file}.${process.pid}.${++tmpCount}.${tag}.tmp`
   const handle = await fsp.open(tmp, "w")
   try {
     await handle.writeFile(text, "utf8")
@@ -24,6 +25,9 @@ async function saveDurably(file, text) {
     await handle.close()
   }
   await fsp.rename(tmp, file)
+}
+async function saveDurably(file, text) {
+  await writeTmpAndRename(file, text, "ceiling")
   const directory = await fsp.open(path.dirname(file), "r")
   try {
     await directory.sync()
@@ -59,15 +63,7 @@ async function syncDirectory(dir) {
   }
 }
 async function saveGroupCommit(file, text) {
-  const tmp = `${file}.${process.pid}.${++tmpCount}.group.tmp`
-  const handle = await fsp.open(tmp, "w")
-  try {
-    await handle.writeFile(text, "utf8")
-    await handle.sync()
-  } finally {
-    await handle.close()
-  }
-  await fsp.rename(tmp, file)
+  await writeTmpAndRename(file, text, "group")
   await syncDirectoryShared(path.dirname(file))
 }
 
