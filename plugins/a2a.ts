@@ -133,8 +133,7 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
         })
       }
       const principals = new WeakMap<FastifyRequest, string>()
-      const authenticate = async (request: FastifyRequest, reply: FastifyReply) => {
-        if (!auth) return
+      const authenticate = auth && (async (request: FastifyRequest, reply: FastifyReply) => {
         let principal: string | undefined
         try {
           principal = await auth.principalOf(request, request.headers)
@@ -146,9 +145,9 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
           return sendRefusal(request, reply, 401, new A2AError(ErrorCode.InvalidRequest, "Unauthorized: send Authorization: Bearer <token> or x-api-key: <key>"))
         }
         principals.set(request, principal)
-      }
+      })
 
-      routes.post("/", { bodyLimit: opts.bodyLimit ?? 1024 * 1024, ...(auth && { onRequest: authenticate }) }, async (request, reply) => {
+      routes.post("/", { bodyLimit: opts.bodyLimit ?? 1024 * 1024, ...(authenticate && { onRequest: authenticate }) }, async (request, reply) => {
         const started = performance.now()
         // Only a streaming call asks for this signal: most requests never pay for a controller and listeners.
         let streamEnd: AbortSignal | undefined
