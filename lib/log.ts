@@ -11,11 +11,6 @@ export interface Logger {
   child(bindings: Record<string, unknown>): Logger
 }
 
-const noop = () => {}
-
-/** A logger that drops everything. */
-export const silentLogger: Logger = { debug: noop, info: noop, warn: noop, error: noop, child: () => silentLogger }
-
 /** An error as log fields: message and stack, never the object's other properties (they may hold request data). */
 export function errorFields(err: unknown): { err: { message: string; name?: string; stack?: string } } {
   if (err instanceof Error) return { err: { name: err.name, message: err.message, stack: err.stack } }

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto"
 import type { ChatMessage } from "../client.js"
 import { internalsOf } from "../internals.js"
 import { errorFields, type Logger } from "../log.js"
@@ -34,6 +35,11 @@ export async function earlierTurns(
     }
   }
   return [...earlier, ...own].slice(-opts.limit).map((message) => ({ role: message.role === "user" ? "user" : "assistant", content: promptFrom(message) }))
+}
+
+/** A text message from the agent about a Task: its answer, its question, or why it failed. */
+export function agentMessage(task: A2ATask, text: string): A2AMessage {
+  return { kind: "message", messageId: randomUUID(), role: "agent", parts: [{ kind: "text", text }], taskId: task.id, contextId: task.contextId }
 }
 
 /** The model's prompt: text parts as they are, other parts described in a line. */

@@ -25,11 +25,6 @@ export class TaskEvents {
     const set = this.listeners.get(event.task.id)
     if (set) for (const listener of [...set]) listener(event)
   }
-
-  /** How many Tasks have subscribers, for tests and metrics. */
-  get watchedCount(): number {
-    return this.listeners.size
-  }
 }
 
 /**

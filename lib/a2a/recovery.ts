@@ -1,9 +1,9 @@
-import { randomUUID } from "node:crypto"
 import { internalsOf, isLiveHere, type RunnerId } from "../internals.js"
 import { isProcessAlive } from "../process.js"
 import { errorFields, type Logger } from "../log.js"
 import { TaskConflictError, type LeaseBook, type TaskStore } from "../stores/task-store.js"
 import type { A2ATask, TaskState } from "../types.js"
+import { agentMessage } from "./conversation.js"
 
 /** Says whether the process that wrote `runner` may still be running the task. */
 export type LivenessCheck = (runner: RunnerId, self: RunnerId) => boolean | Promise<boolean>
@@ -62,7 +62,7 @@ export async function recoverInterrupted(opts: { store: TaskStore; self: RunnerI
         status: {
           state: "failed",
           timestamp: new Date().toISOString(),
-          message: { kind: "message", messageId: randomUUID(), role: "agent", parts: [{ kind: "text", text }], taskId: task.id, contextId: task.contextId },
+          message: agentMessage(task, text),
         },
       }
       try {

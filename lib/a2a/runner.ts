@@ -5,7 +5,7 @@ import { TaskConflictError, type TaskStore } from "../stores/task-store.js"
 import type { Toolkit } from "../toolkit.js"
 import type { A2AArtifact, A2AMessage, A2ATask, TaskState } from "../types.js"
 import { TERMINAL_STATES } from "../types.js"
-import { earlierTurns, promptFrom } from "./conversation.js"
+import { agentMessage, earlierTurns, promptFrom } from "./conversation.js"
 import { A2AError, ErrorCode, truncate } from "./errors.js"
 import { eventQueue, type TaskEvent, type TaskEvents } from "./events.js"
 import { currentRunner, internalsOf, retireRunner, withInternals, type RunnerId } from "../internals.js"
@@ -154,10 +154,7 @@ export class TaskRunner {
     if (record && !record.finished) {
       record.controller.abort(new Error("the task was canceled"))
       const saved = await this.finish(record, "canceled", "Canceled at the peer's request")
-      if (!record.started) {
-        this.queue.splice(this.queue.indexOf(record), 1)
-        record.settle()
-      }
+      this.releaseIfQueued(record)
       if (!saved) {
         throw new A2AError(ErrorCode.InternalError, `Task ${truncate(id)} was stopped, but the task store could not record the cancel yet; the server keeps retrying`)
       }
@@ -351,10 +348,14 @@ export class TaskRunner {
     const record = this.running.get(task.id)
     if (!record || record.finished || !isTerminal(task.status.state)) return
     this.endedElsewhere(record, task)
-    if (!record.started) {
-      this.queue.splice(this.queue.indexOf(record), 1)
-      record.settle()
-    }
+    this.releaseIfQueued(record)
+  }
+
+  /** A task that ended before it got a slot leaves the queue, and whoever waits on it is told. */
+  private releaseIfQueued(record: Running): void {
+    if (record.started) return
+    this.queue.splice(this.queue.indexOf(record), 1)
+    record.settle()
   }
 
   /** Another writer's final word stands: stop the work, save nothing more, tell local streams. */
@@ -389,10 +390,6 @@ export class TaskRunner {
       clearTimeout(timer)
     }
   }
-}
-
-function agentMessage(task: A2ATask, text: string): A2AMessage {
-  return { kind: "message", messageId: randomUUID(), role: "agent", parts: [{ kind: "text", text }], taskId: task.id, contextId: task.contextId }
 }
 
 function describeError(err: unknown): string {
