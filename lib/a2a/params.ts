@@ -192,15 +192,27 @@ function check<T>(validate: ValidateFunction<T>, params: unknown): T {
   throw describe(errors.find((e) => e.keyword === "anyOf" || e.keyword === "oneOf") ?? errors[0])
 }
 
-/** Refuses values nested deeper than MAX_DEPTH, naming where; iterative, so the check itself cannot overflow. */
+/** Refuses values nested deeper than MAX_DEPTH, naming where. */
 function checkDepth(params: unknown): void {
-  const pending: Array<[value: unknown, depth: number, path: string]> = [[params, 0, "params"]]
-  while (pending.length > 0) {
-    const [value, depth, path] = pending.pop()!
-    if (value === null || typeof value !== "object") continue
-    if (depth >= MAX_DEPTH) throw A2AError.invalidParams(path, `nests deeper than ${MAX_DEPTH} levels`)
-    for (const [key, child] of Object.entries(value)) pending.push([child, depth + 1, path + pathSegment(key)])
+  const keys = pathTooDeep(params, 0)
+  if (keys !== undefined) throw A2AError.invalidParams("params" + keys.map(pathSegment).join(""), `nests deeper than ${MAX_DEPTH} levels`)
+}
+
+/**
+ * The keys leading to the first value nested MAX_DEPTH levels deep, or
+ * undefined. The recursion stops at that depth, so it cannot overflow.
+ */
+function pathTooDeep(value: unknown, depth: number): string[] | undefined {
+  if (value === null || typeof value !== "object") return undefined
+  if (depth >= MAX_DEPTH) return []
+  for (const key in value) {
+    const keys = pathTooDeep((value as Record<string, unknown>)[key], depth + 1)
+    if (keys !== undefined) {
+      keys.unshift(key)
+      return keys
+    }
   }
+  return undefined
 }
 
 function describe(error: ErrorObject | undefined): A2AError {

@@ -19,6 +19,7 @@ export const SUPPORTED_VERSIONS: readonly WireVersion[] = ["1.0", "0.3"]
 
 /** The version a request asked for; absent means 0.3. Patch numbers do not count. */
 export function negotiateVersion(header: string | string[] | undefined): WireVersion {
+  if (header === "1.0" || header === "0.3") return header
   const value = (Array.isArray(header) ? header[0] : header)?.trim() ?? ""
   if (value === "") return "0.3"
   const match = /^(\d+)\.(\d+)(?:\.\d+)?$/.exec(value)
