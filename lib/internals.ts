@@ -68,7 +68,10 @@ export function publicTask(task: A2ATask): A2ATask {
  * authentication (`principal` undefined), everyone.
  */
 export function isVisibleTo(task: A2ATask, principal: string | undefined): boolean {
-  if (principal === undefined) return true
-  const owner = internalsOf(task).principal
-  return owner === undefined || owner === principal
+  return principal === undefined || mayRead(principal, internalsOf(task).principal)
+}
+
+/** The same rule, given the Task's owner (its internals' principal). */
+export function mayRead(principal: string | undefined, owner: string | undefined): boolean {
+  return principal === undefined || owner === undefined || owner === principal
 }

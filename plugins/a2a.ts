@@ -177,8 +177,8 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
           return reply
         }
         logLine()
-        if (!outcome.response) return reply.code(204).send()
-        return reply.type("application/json").send(outcome.response)
+        if (outcome.body === undefined) return reply.code(204).send()
+        return reply.type("application/json; charset=utf-8").send(outcome.body)
       })
 
       // The card is public; its security fields take the form of the version asked for.

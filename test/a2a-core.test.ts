@@ -5,9 +5,11 @@ import { JsonRpcDispatcher, type DispatchOutcome } from "../lib/a2a/jsonrpc.js"
 import { TaskEvents } from "../lib/a2a/events.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
 import { createLocalClient, type Client, type ModelFunction } from "../lib/client.js"
+import { withInternals } from "../lib/internals.js"
+import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import type { A2ATask } from "../lib/types.js"
-import { deferred, memoryLogger, RecordingStore, rpc, userMessage, waitFor } from "./helpers.js"
+import { deferred, memoryLogger, RecordingStore, rpc, sampleTask, userMessage, waitFor } from "./helpers.js"
 
 function setup(respond: ModelFunction | Client = () => "DONE", store: TaskStore = new RecordingStore()) {
   const log = memoryLogger()
@@ -15,11 +17,12 @@ function setup(respond: ModelFunction | Client = () => "DONE", store: TaskStore 
   const events = new TaskEvents()
   const runner = new TaskRunner({ store, client, log, events })
   const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower: new StoreFollower({ store, runner, log, pollIntervalMs: 10 }) })
-  const call = async (body: unknown) => (await dispatcher.dispatch(body, { log })).response as any
+  const call = async (body: unknown) => answerOf(await dispatcher.dispatch(body, { log }))
   return { store, log, runner, dispatcher, call }
 }
 
-const resultOf = (outcome: DispatchOutcome) => (outcome.response as { result: A2ATask }).result
+/** The JSON-RPC response an outcome carries, parsed. */
+const answerOf = (outcome: DispatchOutcome) => (outcome.body === undefined ? undefined : JSON.parse(outcome.body))
 
 t.test("SendMessage saves submitted, then working, then completed with the answer", async (t) => {
   const { store, call } = setup(({ messages }) => `answer to ${messages.at(-1)?.content}`)
@@ -81,6 +84,32 @@ t.test("GetTask reads the stored task; historyLength trims the history", async (
   t.same(none.result.history, [])
 })
 
+t.test("GetTask answers every change, version, history length and owner right, from a store with getText or without", async (t) => {
+  const withText = new InMemoryTaskStore()
+  const objectsOnly: TaskStore = { get: (id) => withText.get(id), save: (task) => withText.save(task) }
+  for (const [name, store] of [["with getText", withText], ["without getText", objectsOnly]] as const) {
+    const { dispatcher, log } = setup(undefined, store)
+    const get = async (params: object, version?: string, principal?: string) =>
+      answerOf(await dispatcher.dispatch(rpc("GetTask", params, "g"), { log, version, principal }))
+    const history = [1, 2, 3].map((n) => ({ kind: "message" as const, messageId: `m${n}`, role: "user" as const, parts: [{ kind: "text" as const, text: `${n}` }] }))
+    await withText.save(sampleTask("r-1", "working", { history }))
+    t.equal((await get({ id: "r-1" }, "1.0")).result.status.state, "TASK_STATE_WORKING", `${name}: 1.0`)
+    t.equal((await get({ id: "r-1" })).result.status.state, "working", `${name}: 0.3, same task`)
+    t.same((await get({ id: "r-1", historyLength: 1 })).result.history.map((m: { messageId: string }) => m.messageId), ["m3"], `${name}: history trimmed`)
+    t.equal((await get({ id: "r-1" })).result.history.length, 3, `${name}: and whole again`)
+    await withText.save(sampleTask("r-1", "completed", { history }))
+    t.equal((await get({ id: "r-1" }, "1.0")).result.status.state, "TASK_STATE_COMPLETED", `${name}: a save is seen at once`)
+    await withText.delete("r-1")
+    t.equal((await get({ id: "r-1" })).error.code, ErrorCode.TaskNotFound, `${name}: a deleted task is not found`)
+    await withText.save(withInternals(sampleTask("r-1", "failed"), { principal: "alice" }))
+    const seen = await get({ id: "r-1" }, "1.0", "alice")
+    t.match(seen, { jsonrpc: "2.0", id: "g", result: { id: "r-1", status: { state: "TASK_STATE_FAILED" } } }, `${name}: its owner reads it`)
+    t.equal(seen.result.metadata, undefined, `${name}: without the server's internals`)
+    t.equal((await get({ id: "r-1" }, "1.0", "bob")).error.code, ErrorCode.TaskNotFound, `${name}: another principal is told not found`)
+    await withText.delete("r-1")
+  }
+})
+
 t.test("GetTask on an unknown id is -32001", async (t) => {
   const { call } = setup()
   const res = await call(rpc("GetTask", { id: "no-such-task" }))
@@ -100,7 +129,7 @@ t.test("envelope errors", async (t) => {
     t.match(await call(rpc(method, {}, 4)), { id: 4, error: { code: -32601, message: /Method not found/ } }, method)
   }
   const notification = await dispatcher.dispatch({ jsonrpc: "2.0", method: "GetTask", params: { id: "x" } }, { log: memoryLogger() })
-  t.equal(notification.response, undefined, "a notification gets no answer")
+  t.equal(notification.body, undefined, "a notification gets no answer")
 })
 
 t.test("invalid params name the field", async (t) => {

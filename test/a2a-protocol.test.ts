@@ -15,7 +15,7 @@ function setup(respond: ModelFunction, store: TaskStore = new RecordingStore()) 
   const events = new TaskEvents()
   const runner = new TaskRunner({ store, client: createLocalClient(respond), log, events })
   const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower: new StoreFollower({ store, runner, log, pollIntervalMs: 10 }) })
-  const call = async (body: unknown, version?: string) => (await dispatcher.dispatch(body, { log, version })).response as any
+  const call = async (body: unknown, version?: string) => JSON.parse((await dispatcher.dispatch(body, { log, version })).body!)
   return { store, runner, events, dispatcher, call, log }
 }
 

@@ -40,8 +40,18 @@ const contract = (name: string, make: StoreFactory) =>
       t.same((await store.get(id))?.metadata, { i }, `id ${JSON.stringify(id)} keeps its own task`)
     }
 
+    if (store.getText) {
+      t.equal(await store.getText("nope"), undefined, "getText: a missing id is undefined")
+      const text = await store.getText("t-1")
+      t.same(JSON.parse(text!), await store.get("t-1"), "getText holds the JSON of what get gives")
+      t.equal(await store.getText("t-1"), text, "an unchanged task gives the same text")
+      await store.save(task("t-1", "failed"))
+      t.equal(JSON.parse((await store.getText("t-1"))!).status.state, "failed", "a save changes the text")
+    }
+
     await store.delete?.("t-2")
     t.equal(await store.get("t-2"), undefined, "delete removes the task")
+    if (store.delete && store.getText) t.equal(await store.getText("t-2"), undefined, "getText: a deleted task is undefined")
   })
 
 /** ListTasks semantics every store with list() shares. */

@@ -79,6 +79,9 @@ t.test("FileTaskStore reports a corrupt file as an error, not as missing", async
   await t.rejects(store.get("broken"), /corrupt task file at .*broken\.json/)
   fs.writeFileSync(path.join(dir, "other.json"), JSON.stringify(task("someone-else")))
   await t.rejects(store.get("other"), /does not hold task "other"/)
+  await t.rejects(store.get("other"), /does not hold task "other"/, "also when the text comes from the read cache")
+  await t.rejects(store.getText("other"), /does not hold task "other"/)
+  await t.rejects(store.getText("broken"), /corrupt task file/)
 })
 
 t.test("FileTaskStore reports an unreadable file as an error", async (t) => {

@@ -1,4 +1,4 @@
-import { isVisibleTo } from "../internals.js"
+import { isVisibleTo, mayRead } from "../internals.js"
 import { errorFields, type Logger } from "../log.js"
 import type { TaskStore } from "../stores/task-store.js"
 import type { A2ATask } from "../types.js"
@@ -6,13 +6,14 @@ import { A2AError, ErrorCode, truncate, type JsonRpcErrorObject } from "./errors
 import { eventQueue, type TaskEvent, type TaskEvents } from "./events.js"
 import type { StoreFollower } from "./follower.js"
 import { parseListTasksQuery, parseSendMessageParams, parseTaskIdParams, type SendMessageParams } from "./params.js"
+import { RenderedTasks } from "./rendered.js"
 import { isFinalForNow, isTerminal, type StartedTask, type TaskRunner } from "./runner.js"
 import { codecFor, messageFromWire, negotiateVersion, type WireCodec, type WireVersion } from "./wire.js"
 
 /**
  * JSON-RPC 2.0 over A2A, free of any HTTP framework: hand it the parsed
- * body and the A2A-Version header, get back the response to send, a stream
- * of responses (SSE), or nothing (a notification).
+ * body and the A2A-Version header, get back the response to send (as JSON
+ * text), a stream of responses (SSE), or nothing (a notification).
  */
 
 export type JsonRpcId = string | number | null
@@ -38,8 +39,8 @@ export interface DispatchContext {
 
 /** What one call did: the answer and the fields of the request log line. */
 export interface DispatchOutcome {
-  /** The answer; absent for a notification or a stream. */
-  response?: JsonRpcResponse
+  /** The answer, a JSON-RPC response object as JSON text; absent for a notification or a stream. */
+  body?: string
   /** Responses to send as server-sent events, for streaming methods; it ends when the context's signal aborts. */
   stream?: AsyncIterable<JsonRpcResponse>
   method?: string
@@ -68,8 +69,8 @@ interface Call {
   taskId?: string
 }
 
-/** A handler's answer: a result, or a stream of results. */
-type Answer = { result: unknown } | { stream: AsyncIterable<unknown> }
+/** A handler's answer: a result (or one already in JSON), or a stream of results. */
+type Answer = { result: unknown } | { resultJson: string } | { stream: AsyncIterable<unknown> }
 type Handler = (params: unknown, call: Call) => Promise<Answer>
 
 const PUSH_METHODS = [
@@ -85,6 +86,7 @@ const PUSH_METHODS = [
 
 export class JsonRpcDispatcher {
   private readonly methods: ReadonlyMap<string, Handler>
+  private readonly rendered = new RenderedTasks()
 
   constructor(private readonly opts: DispatcherOptions) {
     const handlers: Record<string, Handler> = {
@@ -147,15 +149,19 @@ export class JsonRpcDispatcher {
     try {
       if (!handler) throw new A2AError(ErrorCode.MethodNotFound, `Method not found: ${shownMethod}. This server answers ${this.methodNames.join(", ")}`)
       const result = await handler(params, call)
-      outcome = "stream" in result ? { stream: responses(id, codec, result.stream, call) } : { response: { jsonrpc: "2.0", id, result: result.result } }
+      if ("stream" in result) outcome = { stream: responses(id, codec, result.stream, call) }
+      else outcome = { body: responseJson(id, "resultJson" in result ? result.resultJson : JSON.stringify(result.result)) }
     } catch (err) {
       outcome = answer(id, codec, this.asA2AError(err, method, call))
     }
     if (notification) {
-      delete outcome.response
+      delete outcome.body
       delete outcome.stream
     }
-    return { ...outcome, method: shownMethod, taskId: call.taskId, version }
+    outcome.method = shownMethod
+    outcome.taskId = call.taskId
+    outcome.version = version
+    return outcome
   }
 
   private async sendMessage(raw: unknown, call: Call, streaming: boolean): Promise<Answer> {
@@ -193,9 +199,20 @@ export class JsonRpcDispatcher {
   }
 
   private async getTask(raw: unknown, call: Call): Promise<Answer> {
-    const params = parseTaskIdParams(raw)
-    call.taskId = params.id
-    return { result: call.codec.task(withHistoryLength(await this.read(params.id, call), params.historyLength)) }
+    const { id, historyLength } = parseTaskIdParams(raw)
+    call.taskId = id
+    const render = (task: A2ATask) => call.codec.task(withHistoryLength(task, historyLength))
+    const { store } = this.opts
+    if (store.getText === undefined) return { result: render(await this.read(id, call)) }
+    // A store that holds text: the answer rendered from the same text last time serves again.
+    const text = await store.getText(id)
+    if (text === undefined) {
+      this.rendered.forget(id)
+      throw A2AError.taskNotFound(id)
+    }
+    const answer = this.rendered.answer(id, text, `${call.codec.version} ${historyLength ?? ""}`, render)
+    if (!mayRead(call.principal, answer.owner)) throw A2AError.taskNotFound(id)
+    return { resultJson: answer.json }
   }
 
   private async listTasks(raw: unknown, call: Call): Promise<Answer> {
@@ -314,7 +331,13 @@ function idOf(body: unknown): JsonRpcId {
 }
 
 function answer(id: JsonRpcId, codec: WireCodec, error: A2AError): DispatchOutcome {
-  return { response: { jsonrpc: "2.0", id, error: codec.error(error) }, errorCode: error.code }
+  const response: JsonRpcResponse = { jsonrpc: "2.0", id, error: codec.error(error) }
+  return { body: JSON.stringify(response), errorCode: error.code }
+}
+
+/** A JSON-RPC response around a result already in JSON (what JSON.stringify of the response object would give). */
+function responseJson(id: JsonRpcId, resultJson: string): string {
+  return `{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":${resultJson}}`
 }
 
 function withHistoryLength(task: A2ATask, historyLength: number | undefined): A2ATask {

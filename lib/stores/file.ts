@@ -42,6 +42,8 @@ interface CachedRead {
   mtimeMs: number
   ctimeMs: number
   text: string
+  /** The id of the Task in the text. */
+  id: string
 }
 
 /**
@@ -106,20 +108,24 @@ export class FileTaskStore implements TaskStore {
   async get(id: string): Promise<A2ATask | undefined> {
     const file = this.fileFor(id)
     await this.opened
-    const task = await this.readCurrent(file)
-    // A hashed file name could in theory be shared; the id inside decides.
-    if (task !== undefined && task.id !== id) {
-      throw new Error(`FileTaskStore found a file at ${file} that does not hold task ${JSON.stringify(id)}`)
-    }
-    return task
+    const read = await this.readCurrent(file, id)
+    // A text from the cache is parsed anew: every caller gets a Task of its own.
+    return read === undefined ? undefined : (read.task ?? this.parse(file, read.text))
+  }
+
+  async getText(id: string): Promise<string | undefined> {
+    const file = this.fileFor(id)
+    await this.opened
+    return (await this.readCurrent(file, id))?.text
   }
 
   /**
-   * The Task in a file, reusing the text read last time while a stat shows
-   * the same file: every save renames a new file into place, so a change by
-   * any process shows as a new inode, size or time.
+   * Task `id`'s file as text (and, when it was read anew, parsed), reusing
+   * the text read last time while a stat shows the same file: every save
+   * renames a new file into place, so a change by any process shows as a
+   * new inode, size or time.
    */
-  private async readCurrent(file: string): Promise<A2ATask | undefined> {
+  private async readCurrent(file: string, id: string): Promise<{ text: string; task?: A2ATask } | undefined> {
     let stats: Awaited<ReturnType<FileSystem["stat"]>>
     try {
       stats = await this.fs.stat(file)
@@ -128,20 +134,25 @@ export class FileTaskStore implements TaskStore {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined
       throw new Error(`FileTaskStore could not read ${file}: ${(err as Error).message}`, { cause: err })
     }
-    const cached = this.readCache.get(file)
     const { ino, size, ctimeMs, mtimeMs } = stats
+    const cached = this.readCache.get(file)
+    let read: { text: string; id: string; task?: A2ATask }
     if (cached && cached.ino === ino && cached.size === size && cached.mtimeMs === mtimeMs && cached.ctimeMs === ctimeMs) {
-      return this.parse(file, cached.text)
+      read = cached
+    } else {
+      const text = await this.readText(file)
+      if (text === undefined) return undefined
+      const task = this.parse(file, text)
+      read = { text, id: task.id, task }
+      if (ino !== undefined && size !== undefined && ctimeMs !== undefined) {
+        this.readCache.delete(file)
+        this.readCache.set(file, { ino, size, mtimeMs, ctimeMs, text, id: task.id })
+        if (this.readCache.size > READ_CACHE_ENTRIES) this.readCache.delete(this.readCache.keys().next().value!)
+      }
     }
-    const text = await this.readText(file)
-    if (text === undefined) return undefined
-    const task = this.parse(file, text)
-    if (ino !== undefined && size !== undefined && ctimeMs !== undefined) {
-      this.readCache.delete(file)
-      this.readCache.set(file, { ino, size, mtimeMs, ctimeMs, text })
-      if (this.readCache.size > READ_CACHE_ENTRIES) this.readCache.delete(this.readCache.keys().next().value!)
-    }
-    return task
+    // A hashed file name could in theory be shared by two ids; the id inside decides.
+    if (read.id !== id) throw new Error(`FileTaskStore found a file at ${file} that does not hold task ${JSON.stringify(id)}`)
+    return read
   }
 
   /** The Task in a file; undefined when there is no file; an error when it cannot be read or is not a Task. */

@@ -58,6 +58,11 @@ export class InMemoryTaskStore implements TaskStore {
     return entry === undefined ? undefined : (JSON.parse(entry.json) as A2ATask)
   }
 
+  async getText(id: string): Promise<string | undefined> {
+    this.dropExpired()
+    return this.tasks.get(id)?.json
+  }
+
   async save(task: A2ATask): Promise<void> {
     const json = JSON.stringify(task)
     this.tasks.delete(task.id)

@@ -9,6 +9,12 @@ import type { TaskPage, TaskQuery } from "./list.js"
 export interface TaskStore {
   /** The stored Task, or `undefined` when no Task has that id. Rejects on a read error. */
   get(id: string): Promise<A2ATask | undefined>
+  /**
+   * The stored Task as its JSON text, for stores that hold it as text anyway:
+   * the server reuses what it rendered from a text it has seen, so a Task
+   * read again unchanged costs no parse. Same rules as `get`.
+   */
+  getText?(id: string): Promise<string | undefined>
   /** Stores the Task under `task.id`, replacing what was there. Resolves once the save is durable for this store. */
   save(task: A2ATask): Promise<void>
   /** One page of Tasks for ListTasks, with the rules of `pageOfTasks` in ./list.ts. Without it, ListTasks is unsupported. */
