@@ -25,7 +25,7 @@ export interface FileSystemHandle {
 }
 
 export interface FileTaskStoreOptions {
-  /** Every file operation after the directory is created goes through it; default node:fs/promises. */
+  /** Every file operation after the directory is created goes through it; default node:fs (its callback API). */
   fs?: FileSystem
 }
 
@@ -46,17 +46,44 @@ interface CachedRead {
   id: string
 }
 
+/** Settles with what a node:fs callback function gives. */
+function viaCallback<T = void>(call: (done: (err: NodeJS.ErrnoException | null, value?: T) => void) => void): Promise<T> {
+  return new Promise((resolve, reject) => call((err, value) => (err ? reject(err) : resolve(value as T))))
+}
+
 /**
- * node:fs/promises, but stat and readFile through the callback API, which
- * is markedly faster on Node 20 for the small reads get() does.
+ * New files are opened with O_DSYNC where the platform has it: each write
+ * is then durable when it returns, as after an fdatasync (the data and the
+ * size needed to read it back), which saves a sync call per save.
+ */
+const { O_WRONLY, O_CREAT, O_EXCL, O_DSYNC } = fs.constants
+const WRITE_NEW_SYNCED = O_DSYNC === undefined ? undefined : O_WRONLY | O_CREAT | O_EXCL | O_DSYNC
+
+/** A file descriptor as a FileSystemHandle, through the callback API; `synced` when its writes are already durable. */
+function handleOf(fd: number, synced: boolean): FileSystemHandle {
+  return {
+    writeFile: (data, encoding) => viaCallback((done) => fs.writeFile(fd, data, encoding, done)),
+    sync: synced ? () => Promise.resolve() : () => viaCallback((done) => fs.fsync(fd, done)),
+    close: () => viaCallback((done) => fs.close(fd, done)),
+  }
+}
+
+function openFile(path: string, flags: "wx" | "r"): Promise<FileSystemHandle> {
+  const synced = flags === "wx" && WRITE_NEW_SYNCED !== undefined
+  return viaCallback<number>((done) => fs.open(path, synced ? WRITE_NEW_SYNCED : flags, 0o666, done)).then((fd) => handleOf(fd, synced))
+}
+
+/**
+ * node:fs, through the callback API: on Node 20 it is markedly faster than
+ * node:fs/promises (and its FileHandle) for the small files a store works on.
  */
 const defaultFileSystem: FileSystem = {
-  open: (path, flags) => fsp.open(path, flags),
-  rename: (from, to) => fsp.rename(from, to),
+  open: openFile,
+  rename: (from, to) => viaCallback((done) => fs.rename(from, to, done)),
   rm: (path, options) => fsp.rm(path, options),
   readdir: (path) => fsp.readdir(path),
-  readFile: (path, encoding) => new Promise((resolve, reject) => fs.readFile(path, encoding, (err, text) => (err ? reject(err) : resolve(text)))),
-  stat: (path) => new Promise((resolve, reject) => fs.stat(path, (err, stats) => (err ? reject(err) : resolve(stats)))),
+  readFile: (path, encoding) => viaCallback<string>((done) => fs.readFile(path, encoding, done)),
+  stat: (path) => viaCallback<fs.Stats>((done) => fs.stat(path, done)),
 }
 
 let tmpCounter = 0
