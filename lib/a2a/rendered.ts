@@ -8,6 +8,9 @@ export interface RenderedAnswer {
   owner: string | undefined
 }
 
+/** Renderings kept per Task: the wire versions, with or without a history length. */
+const ANSWERS_PER_TASK = 4
+
 interface Entry {
   /** The stored text the answers were rendered from. */
   text: string
@@ -20,7 +23,8 @@ interface Entry {
  * Answers rendered from a stored Task's text, by Task id, reused while the
  * store hands back the same text: a Task read again unchanged (a client
  * polling GetTask) costs no parse, no wire conversion and no serialization.
- * Holds at most `maxEntries` Tasks; the oldest rendered make room.
+ * Holds at most `maxEntries` Tasks and a few renderings of each; the oldest
+ * make room.
  */
 export class RenderedTasks {
   private readonly entries = new Map<string, Entry>()
@@ -46,6 +50,8 @@ export class RenderedTasks {
     if (json === undefined) {
       json = JSON.stringify(render(task ?? (JSON.parse(text) as A2ATask)))
       entry.answers.set(key, json)
+      // Keys are the peers' choice (any history length): keep a few.
+      if (entry.answers.size > ANSWERS_PER_TASK) entry.answers.delete(entry.answers.keys().next().value!)
     }
     return { json, owner: entry.owner }
   }
