@@ -1,9 +1,7 @@
 // Child: FileTaskStore save and get ops/s against raw fs ceilings, 16 at a time over a few hundred ids.
 // argv: <dir> <seconds per run> <rounds>
-import fs from "node:fs"
 import fsp from "node:fs/promises"
 import path from "node:path"
-import { promisify } from "node:util"
 import { FileTaskStore } from "../dist/lib/index.js"
 import { completedTask } from "./fixtures.mjs"
 import { median } from "./stats.mjs"
@@ -34,54 +32,6 @@ async function saveDurably(file, text) {
   } finally {
     await directory.close()
   }
-}
-
-/**
- * What-if, not toolnexus code: the same durable save, but saves whose renames are done share the
- * next directory fsync (group commit). A save still resolves only after a directory fsync that
- * began after its rename, so every acknowledged save is durable.
- */
-let dirSyncRunning
-let dirSyncQueued
-function syncDirectoryShared(dir) {
-  if (!dirSyncRunning) {
-    dirSyncRunning = syncDirectory(dir).finally(() => (dirSyncRunning = undefined))
-    return dirSyncRunning
-  }
-  dirSyncQueued ??= dirSyncRunning.catch(() => {}).then(() => {
-    dirSyncQueued = undefined
-    return syncDirectoryShared(dir)
-  })
-  return dirSyncQueued
-}
-async function syncDirectory(dir) {
-  const directory = await fsp.open(dir, "r")
-  try {
-    await directory.sync()
-  } finally {
-    await directory.close()
-  }
-}
-async function saveGroupCommit(file, text) {
-  await writeTmpAndRename(file, text, "group")
-  await syncDirectoryShared(path.dirname(file))
-}
-
-/**
- * What-if, not toolnexus code: a get that keeps the text it last read per file and reuses it while
- * one stat says the file is the same (every save renames a new inode over it, so a save by any
- * process is seen). The callback fs API: one thread-pool trip per stat, where fs/promises readFile makes several.
- */
-const statFile = promisify(fs.stat)
-const readFileCallback = promisify(fs.readFile)
-const lastRead = new Map()
-async function getStatCached(file) {
-  const stat = await statFile(file)
-  const cached = lastRead.get(file)
-  if (cached && cached.ino === stat.ino && cached.size === stat.size && cached.mtimeMs === stat.mtimeMs) return JSON.parse(cached.text)
-  const text = await readFileCallback(file, "utf8")
-  lastRead.set(file, { ino: stat.ino, size: stat.size, mtimeMs: stat.mtimeMs, text })
-  return JSON.parse(text)
 }
 
 /** `op(i)` from CONCURRENCY workers until the time is up; ops per second. */
@@ -134,23 +84,14 @@ try {
       const task = JSON.parse(await fsp.readFile(rawFile[i % IDS], "utf8"))
       if (task.id !== tasks[i % IDS].id) throw new Error("readFile answered the wrong task")
     },
-    whatIfSaveGroupCommit: (i) => {
-      const task = tasks[i % IDS]
-      return saveGroupCommit(rawFile[i % IDS], JSON.stringify({ ...task, status: { state: task.status.state, timestamp: timestamp() } }))
-    },
-    whatIfGetReadFileCallback: async (i) => {
-      const task = JSON.parse(await readFileCallback(rawFile[i % IDS], "utf8"))
-      if (task.id !== tasks[i % IDS].id) throw new Error("readFile answered the wrong task")
-    },
-    whatIfGetStatCached: async (i) => {
-      const task = await getStatCached(rawFile[i % IDS])
-      if (task.id !== tasks[i % IDS].id) throw new Error("the cached get answered the wrong task")
-    },
   }
   const samples = Object.fromEntries(Object.keys(runs).map((name) => [name, []]))
   for (const [name, op] of Object.entries(runs)) await opsPerSecond(0.3, op) // warm up
+  // Each pair (ours, the ceiling) runs back to back, first one then the other first, so drift on the disk cancels out.
   for (let round = 0; round < rounds; round++) {
-    for (const [name, op] of Object.entries(runs)) samples[name].push(await opsPerSecond(seconds, op))
+    for (const pair of [["saveOurs", "saveCeiling"], ["getOurs", "getReadFile"]]) {
+      for (const name of round % 2 === 0 ? pair : pair.toReversed()) samples[name].push(await opsPerSecond(seconds, runs[name]))
+    }
   }
   await store.close()
   process.send({ ready: true, samples, medians: Object.fromEntries(Object.entries(samples).map(([name, values]) => [name, median(values)])) })

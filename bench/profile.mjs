@@ -95,7 +95,8 @@ export function hotSpotGroups(root) {
   const named = (relative, ...names) => (frame, file) => file === path.join(root, "dist", relative) && names.includes(frame.functionName)
   return [
     { name: "AbortController, AbortSignal.any, abort() on close and abort listeners (per request: plugins/a2a.ts route, jsonrpc.ts dispatch; per task: runner.ts, client.ts)", match: (_f, file) => /^node:internal\/(abort_controller|event_target|per_context\/domexception)$/.test(file) },
-    { name: "InMemoryTaskStore get/save (the copies it makes)", match: named("lib/stores/memory.js", "get", "save", "list") },
+    { name: "InMemoryTaskStore get/getText/save (the copies it makes)", match: named("lib/stores/memory.js", "get", "getText", "save", "list") },
+    { name: "rendered GetTask answers (lib/a2a/rendered.ts: lookup, or parse and render on a miss)", match: ours("lib/a2a/rendered.js") },
     { name: "wire conversion to 1.0 (lib/a2a/wire.ts)", match: ours("lib/a2a/wire.js") },
     { name: "params validation (lib/a2a/params.ts: checkDepth + ajv)", match: named("lib/a2a/params.js", "check") },
     { name: "  of which checkDepth", match: named("lib/a2a/params.js", "checkDepth") },

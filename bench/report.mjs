@@ -164,8 +164,8 @@ export async function writeReport(results, { root, here }) {
     "",
     "Ratio (median of per-round ratios)                                 value   target  met   by server CPU/request",
     ...rows.map((row) => `  ${row.name.padEnd(65)} ${times(row.value).padStart(7)}  ≥${String(row.target).padEnd(5)} ${(row.met ? "yes" : "NO").padEnd(5)} ${row.byCpu === undefined ? "" : times(row.byCpu)}`),
-    `  ${"ceiling/SDK, the most ours/SDK can be here: GetTask (D/C)".padEnd(65)} ${times(extra.getCeilingVsSdk).padStart(7)}`,
-    `  ${"ceiling/SDK: SendMessage (D/C)".padEnd(65)} ${times(extra.sendCeilingVsSdk).padStart(7)}`,
+    `  ${"bare Fastify/SDK: GetTask (D/C)".padEnd(65)} ${times(extra.getCeilingVsSdk).padStart(7)}`,
+    `  ${"bare Fastify/SDK: SendMessage (D/C)".padEnd(65)} ${times(extra.sendCeilingVsSdk).padStart(7)}`,
     `  ${"GetTask with logging/without (A+log/A)".padEnd(65)} ${times(extra.logging).padStart(7)}`,
     `  ${"GetTask file store/SDK (B/C)".padEnd(65)} ${times(extra.getFileVsSdk).padStart(7)}`,
     `  ${"SendMessage file store/SDK (B/C)".padEnd(65)} ${times(extra.sendFileVsSdk).padStart(7)}`,
@@ -225,30 +225,28 @@ ${markdownTable(
 what the ratio would be if the server alone were the bottleneck, and a figure other work on the machine moves far less than req/s.
 
 Ratios are the median over rounds of the per-round ratio. The bare Fastify route answers GetTask at ${times(extra.getCeilingVsSdk)}
-of the SDK server's rate (SendMessage: ${times(extra.sendCeilingVsSdk)}) on this machine. Our route does all that route does (parse
-the body, serialize an answer of the same size) and more, so when that figure is below a target, the target cannot be met
-on this machine, whatever toolnexus does. Also: logging on (A+log) runs GetTask at ${times(extra.logging)} of
+of the SDK server's rate (SendMessage: ${times(extra.sendCeilingVsSdk)}) on this machine. That route parses the body and
+serializes the answer object on every request; ours parses the body, checks the request and reads the store, but
+serializes a Task only when it changed (GetTask of an unchanged Task reuses the JSON rendered from the same stored text),
+so it can pass the "ceiling". Also: logging on (A+log) runs GetTask at ${times(extra.logging)} of
 logging off; the file store (B) runs GetTask at ${times(extra.getFileVsSdk)} and SendMessage at ${times(extra.sendFileVsSdk)} of the SDK's in-memory server.
 
 ${beforeAfter(results, baseline)}## HTTP: GetTask and SendMessage→completed
 
 ${httpTable(results)}
 
-## FileTaskStore against raw fs (16 concurrent, 256 ids, ${results.settings.fileSeconds} s per run, median of ${results.settings.rounds})
+## FileTaskStore against raw fs (16 concurrent, 256 ids, ${results.settings.fileSeconds} s per run, ${results.settings.fileRounds} rounds)
 
 ${markdownTable(["operation", "ops/s (median)", "per round"], [
   ["save: FileTaskStore.save (durable)", fixed(f.saveOurs), fileStore.samples.saveOurs.map((v) => fixed(v)).join(" / ")],
   ["save: naive durable ceiling (tmp write + fsync + rename + dir fsync, fs/promises)", fixed(f.saveCeiling), fileStore.samples.saveCeiling.map((v) => fixed(v)).join(" / ")],
   ["get: FileTaskStore.get", fixed(f.getOurs), fileStore.samples.getOurs.map((v) => fixed(v)).join(" / ")],
   ["get: plain async readFile + JSON.parse (fs/promises)", fixed(f.getReadFile), fileStore.samples.getReadFile.map((v) => fixed(v)).join(" / ")],
-  ["what-if save: the ceiling with a shared (group-commit) directory fsync", fixed(f.whatIfSaveGroupCommit), fileStore.samples.whatIfSaveGroupCommit.map((v) => fixed(v)).join(" / ")],
-  ["what-if get: callback fs.readFile + JSON.parse", fixed(f.whatIfGetReadFileCallback), fileStore.samples.whatIfGetReadFileCallback.map((v) => fixed(v)).join(" / ")],
-  ["what-if get: one fs.stat (callback API), cached text reused while ino/size/mtime match", fixed(f.whatIfGetStatCached), fileStore.samples.whatIfGetStatCached.map((v) => fixed(v)).join(" / ")],
 ])}
 
-The what-if rows are not toolnexus code: they measure, on this disk, the changes proposed for lib/stores/file.ts
-(group-commit save: ${times(roundRatio(fileStore.samples.whatIfSaveGroupCommit, fileStore.samples.saveCeiling))} of the naive ceiling; stat-validated get:
-${times(roundRatio(fileStore.samples.whatIfGetStatCached, fileStore.samples.getReadFile))} of readFile; callback readFile: ${times(roundRatio(fileStore.samples.whatIfGetReadFileCallback, fileStore.samples.getReadFile))}).
+Each round runs ours and the ceiling back to back (ours first in odd rounds, second in even ones); the ratios in the
+targets table are the median of the per-round ratios. A save and a get are one disk round each, so the per-round
+figures move with the disk and with other work on the machine.
 
 ## Memory per 100k tasks (heap delta after gc, child with --expose-gc)
 

@@ -1,6 +1,7 @@
 // npm run bench: toolnexus against the official A2A SDK and a bare Fastify ceiling, in one interleaved run.
 // Knobs (environment): BENCH_SECONDS (per load run, default 3), BENCH_ROUNDS (default 3),
-// BENCH_CONNECTIONS (default 32), BENCH_GROWTH (file-store sizes, default "1000,10000,100000").
+// BENCH_CONNECTIONS (default 32), BENCH_FILE_ROUNDS (FileTaskStore against raw fs, default 8),
+// BENCH_GROWTH (file-store sizes, default "1000,10000,100000").
 import { execFileSync } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import fs from "node:fs"
@@ -23,7 +24,8 @@ const settings = {
   rounds: Number(process.env.BENCH_ROUNDS ?? 3),
   connections: Number(process.env.BENCH_CONNECTIONS ?? 32),
   pipelining: 1,
-  fileSeconds: 2,
+  fileSeconds: 1,
+  fileRounds: Number(process.env.BENCH_FILE_ROUNDS ?? 8),
   growthSeconds: 2,
   growth: (process.env.BENCH_GROWTH ?? "1000,10000,100000").split(",").map(Number),
   profileSeconds: 5,
@@ -140,7 +142,7 @@ async function httpRounds() {
 async function fileStoreOps() {
   log("FileTaskStore ops vs raw fs ceilings (16 concurrent, 256 ids)")
   const dir = path.join(scratch, "file-ops")
-  const { child, info } = await startChild(path.join(here, "file-store.mjs"), [dir, String(settings.fileSeconds), String(settings.rounds)], { timeoutMs: 300_000 })
+  const { child, info } = await startChild(path.join(here, "file-store.mjs"), [dir, String(settings.fileSeconds), String(settings.fileRounds)], { timeoutMs: 300_000 })
   await stopChild(child)
   await fsp.rm(dir, { recursive: true, force: true })
   return info
