@@ -1,3 +1,4 @@
+import { AgingMap } from "../aging-map.js"
 import { internalsOf } from "../internals.js"
 import type { A2ATask } from "../types.js"
 
@@ -27,7 +28,7 @@ interface Entry {
  * make room.
  */
 export class RenderedTasks {
-  private readonly entries = new Map<string, Entry>()
+  private readonly entries = new AgingMap<string, Entry>()
 
   constructor(private readonly maxEntries = 4096) {}
 
@@ -42,9 +43,8 @@ export class RenderedTasks {
     if (entry === undefined || entry.text !== text) {
       task = JSON.parse(text) as A2ATask
       entry = { text, owner: internalsOf(task).principal, answers: new Map() }
-      this.entries.delete(id)
       this.entries.set(id, entry)
-      if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value!)
+      if (this.entries.size > this.maxEntries) this.entries.shift()
     }
     let json = entry.answers.get(key)
     if (json === undefined) {

@@ -1,6 +1,7 @@
 import fs from "node:fs"
 import fsp from "node:fs/promises"
 import path from "node:path"
+import { AgingMap } from "../aging-map.js"
 import { isProcessAlive } from "../process.js"
 import type { A2ATask } from "../types.js"
 import { pidFromTmpFileName, TASK_FILE_SUFFIX, taskFileName, tmpFileName } from "./file-names.js"
@@ -109,7 +110,7 @@ export class FileTaskStore implements TaskStore {
   private dirSyncRunning: Promise<void> | undefined
   private dirSyncNext: Promise<void> | undefined
   /** Text of files read before, by path, oldest use first. */
-  private readonly readCache = new Map<string, CachedRead>()
+  private readonly readCache = new AgingMap<string, CachedRead>()
 
   constructor(dir: string, options: FileTaskStoreOptions = {}) {
     if (typeof dir !== "string" || dir.length === 0) {
@@ -172,9 +173,8 @@ export class FileTaskStore implements TaskStore {
       const task = this.parse(file, text)
       read = { text, id: task.id, task }
       if (ino !== undefined && size !== undefined && ctimeMs !== undefined) {
-        this.readCache.delete(file)
         this.readCache.set(file, { ino, size, mtimeMs, ctimeMs, text, id: task.id })
-        if (this.readCache.size > READ_CACHE_ENTRIES) this.readCache.delete(this.readCache.keys().next().value!)
+        if (this.readCache.size > READ_CACHE_ENTRIES) this.readCache.shift()
       }
     }
     // A hashed file name could in theory be shared by two ids; the id inside decides.

@@ -1,3 +1,4 @@
+import { AgingMap } from "../aging-map.js"
 import { internalsOf, withInternals } from "../internals.js"
 import type { A2ATask } from "../types.js"
 import { TERMINAL_STATES } from "../types.js"
@@ -34,10 +35,9 @@ function indexOf(task: A2ATask): A2ATask {
  * finished Tasks make room for new ones.
  */
 export class InMemoryTaskStore implements TaskStore {
-  /** In save order: the first entries are the longest untouched. */
   private readonly tasks = new Map<string, Entry>()
   /** Finished Tasks and when they expire, in finishing order. */
-  private readonly expiries = new Map<string, number>()
+  private readonly expiries = new AgingMap<string, number>()
   private readonly maxTasks: number
   private readonly terminalTtlMs: number | undefined
 
@@ -65,7 +65,6 @@ export class InMemoryTaskStore implements TaskStore {
 
   async save(task: A2ATask): Promise<void> {
     const json = JSON.stringify(task)
-    this.tasks.delete(task.id)
     this.tasks.set(task.id, { json, index: indexOf(task) })
     this.expiries.delete(task.id)
     if (TERMINAL_STATES.has(task.status.state)) this.expiries.set(task.id, Date.now() + (this.terminalTtlMs ?? Infinity))
@@ -96,19 +95,18 @@ export class InMemoryTaskStore implements TaskStore {
   private dropExpired(): void {
     if (this.terminalTtlMs === undefined) return
     const now = Date.now()
-    for (const [id, expiresAt] of this.expiries) {
-      if (expiresAt > now) break
-      this.expiries.delete(id)
-      this.tasks.delete(id)
+    for (let oldest = this.expiries.oldest(); oldest !== undefined && oldest.value <= now; oldest = this.expiries.oldest()) {
+      this.expiries.delete(oldest.key)
+      this.tasks.delete(oldest.key)
     }
   }
 
   /** Past the bound, drops finished Tasks, those finished longest ago first. */
   private makeRoom(): void {
-    for (const id of this.expiries.keys()) {
-      if (this.tasks.size <= this.maxTasks) return
-      this.expiries.delete(id)
-      this.tasks.delete(id)
+    while (this.tasks.size > this.maxTasks) {
+      const oldest = this.expiries.shift()
+      if (oldest === undefined) return
+      this.tasks.delete(oldest.key)
     }
   }
 }
