@@ -1,5 +1,6 @@
 import { hostname } from "node:os"
 import { randomUUID } from "node:crypto"
+import { copyWith } from "./objects.js"
 import type { A2ATask, JsonObject } from "./types.js"
 
 /**
@@ -51,15 +52,26 @@ export function internalsOf(task: A2ATask): TaskInternals {
 }
 
 export function withInternals(task: A2ATask, internals: TaskInternals): A2ATask {
-  return { ...task, metadata: { ...task.metadata, [INTERNALS_KEY]: internals as unknown as JsonObject } }
+  return copyWith(task, { metadata: copyWith(task.metadata ?? {}, { [INTERNALS_KEY]: internals as unknown as JsonObject }) })
 }
 
 /** The Task as peers see it: without the server's own metadata. */
 export function publicTask(task: A2ATask): A2ATask {
   if (task.metadata === undefined || !(INTERNALS_KEY in task.metadata)) return task
-  const { [INTERNALS_KEY]: _hidden, ...metadata } = task.metadata
   const { metadata: _all, ...rest } = task
-  return Object.keys(metadata).length > 0 ? { ...rest, metadata } : rest
+  const metadata = publicMetadata(task)
+  return metadata === undefined ? rest : copyWith(rest, { metadata })
+}
+
+/** A Task's metadata without the server's own; undefined when nothing else is left. */
+export function publicMetadata(task: A2ATask): JsonObject | undefined {
+  const all = task.metadata
+  if (all === undefined || !(INTERNALS_KEY in all)) return all
+  let rest: JsonObject | undefined
+  for (const key in all) {
+    if (key !== INTERNALS_KEY) (rest ??= {})[key] = all[key]
+  }
+  return rest
 }
 
 /**

@@ -105,6 +105,10 @@ t.test("GetTask answers every change, version, history length and owner right, f
     const seen = await get({ id: "r-1" }, "1.0", "alice")
     t.match(seen, { jsonrpc: "2.0", id: "g", result: { id: "r-1", status: { state: "TASK_STATE_FAILED" } } }, `${name}: its owner reads it`)
     t.equal(seen.result.metadata, undefined, `${name}: without the server's internals`)
+    await withText.save(withInternals(sampleTask("r-1", "failed", { metadata: { mine: 1 } }), { principal: "alice" }))
+    for (const version of ["1.0", "0.3"]) {
+      t.same((await get({ id: "r-1" }, version, "alice")).result.metadata, { mine: 1 }, `${name} ${version}: other metadata stays, the internals go`)
+    }
     t.equal((await get({ id: "r-1" }, "1.0", "bob")).error.code, ErrorCode.TaskNotFound, `${name}: another principal is told not found`)
     await withText.delete("r-1")
   }

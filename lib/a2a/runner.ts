@@ -9,6 +9,7 @@ import { agentMessage, earlierTurns, promptFrom } from "./conversation.js"
 import { A2AError, ErrorCode, truncate } from "./errors.js"
 import { eventQueue, type TaskEvent, type TaskEvents } from "./events.js"
 import { currentRunner, internalsOf, retireRunner, withInternals, type RunnerId } from "../internals.js"
+import { copyWith } from "../objects.js"
 
 /** An incoming message before the runner gives it ids. */
 export type IncomingMessage = Omit<A2AMessage, "messageId"> & { messageId?: string }
@@ -218,7 +219,7 @@ export class TaskRunner {
   }
 
   private stamp(incoming: IncomingMessage, taskId: string, contextId: string | undefined): A2AMessage {
-    return { ...incoming, kind: "message", messageId: incoming.messageId ?? randomUUID(), taskId, contextId }
+    return copyWith(incoming, { kind: "message" as const, messageId: incoming.messageId ?? randomUUID(), taskId, contextId })
   }
 
   private launch(task: A2ATask, watch: boolean, lookUpContext: boolean): StartedTask {
@@ -292,11 +293,17 @@ export class TaskRunner {
    * once saved; false when the store failed, and then the save is retried in
    * the background, so the Task does not stay `working` for good.
    */
-  private async finish(record: Running, state: TaskState, statusText?: string, extra: Partial<A2ATask> = {}, artifact?: A2AArtifact): Promise<boolean> {
+  private async finish(
+    record: Running,
+    state: TaskState,
+    statusText?: string,
+    extra: Partial<Pick<A2ATask, "status" | "history" | "artifacts">> = {},
+    artifact?: A2AArtifact,
+  ): Promise<boolean> {
     if (record.finished) return false
     record.finished = true
     const status = { state, timestamp: now(), ...(statusText ? { message: agentMessage(record.task, statusText) } : {}) }
-    const final: A2ATask = { ...record.task, status, ...extra }
+    const final: A2ATask = copyWith(record.task, { status, ...extra })
     try {
       await this.transition(record, final, artifact)
       return true

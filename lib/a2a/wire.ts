@@ -1,4 +1,5 @@
-import { publicTask } from "../internals.js"
+import { publicMetadata, publicTask } from "../internals.js"
+import { copyWith } from "../objects.js"
 import type { A2AArtifact, A2AMessage, A2APart, A2ATask, A2ATaskStatus, JsonObject, TaskState } from "../types.js"
 import { A2AError, ErrorCode } from "./errors.js"
 import type { TaskEvent } from "./events.js"
@@ -120,7 +121,7 @@ function taskToV1(task: A2ATask): JsonObject {
   out.status = statusToV1(task.status)
   if (task.artifacts !== undefined) out.artifacts = task.artifacts.map(artifactToV1)
   if (task.history !== undefined) out.history = task.history.map(messageToV1)
-  put(out, "metadata", publicTask(task).metadata)
+  put(out, "metadata", publicMetadata(task))
   return out
 }
 
@@ -222,11 +223,10 @@ function partFromV1(part: JsonObject): A2APart {
 
 /** An incoming message, 0.3 or 1.0 shaped, in the stored form. */
 export function messageFromWire(message: WireMessage): IncomingMessage {
-  const { role, parts, ...rest } = message
-  return {
-    ...rest,
-    kind: "message",
-    role: role === "agent" || role === "ROLE_AGENT" ? "agent" : "user",
+  const { role, parts } = message
+  return copyWith(message, {
+    kind: "message" as const,
+    role: role === "agent" || role === "ROLE_AGENT" ? ("agent" as const) : ("user" as const),
     parts: parts.map((part) => ("kind" in part ? (part as A2APart) : partFromV1(part))),
-  }
+  })
 }
