@@ -201,7 +201,7 @@ Written by \`npm run bench\` (bench/run.mjs) on ${results.startedAt}; the run to
 **How:** each server in its own child process on 127.0.0.1, port 0. Load from autocannon ${"(programmatic API)"} in the
 parent process on loopback: ${results.settings.connections} connections, pipelining ${results.settings.pipelining},
 ${results.settings.seconds} s per run, after a 1 s warm-up per server and scenario; rounds interleaved
-(A, A+log, B, C, D, then again) ${results.settings.rounds} times; the figures are medians over the rounds. Every answer
+(A, A+log, B, C, D, then D, C, B, A+log, A, and so on) ${results.settings.rounds} times; the figures are medians over the rounds. Every answer
 is checked to be HTTP 200 with a completed Task in it ("bad answers" counts the others, plus socket errors and timeouts).
 Both ours and the SDK get the same A2A 1.0 requests (\`A2A-Version: 1.0\`, PascalCase methods, 1.0 shapes).
 GetTask reads a completed Task created by a blocking SendMessage on that server before the rounds; SendMessage

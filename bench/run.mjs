@@ -1,5 +1,5 @@
 // npm run bench: toolnexus against the official A2A SDK and a bare Fastify ceiling, in one interleaved run.
-// Knobs (environment): BENCH_SECONDS (per load run, default 3), BENCH_ROUNDS (default 3),
+// Knobs (environment): BENCH_SECONDS (per load run, default 2), BENCH_ROUNDS (default 5),
 // BENCH_CONNECTIONS (default 32), BENCH_FILE_ROUNDS (FileTaskStore against raw fs, default 8),
 // BENCH_GROWTH (file-store sizes, default "1000,10000,100000").
 import { execFileSync } from "node:child_process"
@@ -20,8 +20,8 @@ import { FileTaskStore } from "../dist/lib/index.js"
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.dirname(here)
 const settings = {
-  seconds: Number(process.env.BENCH_SECONDS ?? 3),
-  rounds: Number(process.env.BENCH_ROUNDS ?? 3),
+  seconds: Number(process.env.BENCH_SECONDS ?? 2),
+  rounds: Number(process.env.BENCH_ROUNDS ?? 5),
   connections: Number(process.env.BENCH_CONNECTIONS ?? 32),
   pipelining: 1,
   fileSeconds: 1,
@@ -108,8 +108,10 @@ async function httpRounds() {
 
     const samples = {}
     for (let round = 1; round <= settings.rounds; round++) {
+      // Every other round runs the servers in reverse order, so a drift in the machine's speed favours none of them.
+      const order = round % 2 === 1 ? running : running.toReversed()
       for (const scenario of SCENARIOS) {
-        for (const server of running) {
+        for (const server of order) {
           const result = await runOnce(server, scenario, settings.seconds)
           ;((samples[scenario] ??= {})[server.key] ??= []).push(result)
           log(
