@@ -39,6 +39,7 @@ const SERVERS = [
   { key: "D", label: "bare Fastify route, task-sized JSON (ceiling)", script: "bare.mjs", args: [] },
 ]
 const SCENARIOS = ["GetTask", "SendMessage"]
+const RUN_ORDER = ["A", "D", "A+log", "B", "C"]
 
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "toolnexus-bench-"))
 const log = (...parts) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}]`, ...parts)
@@ -86,11 +87,13 @@ async function httpRounds() {
     }
     log(`servers up: ${running.map((s) => `${s.key} ${s.url}`).join(", ")}`)
     const a = running.find((s) => s.key === "A")
+    // A completed Task for GetTask on each server, made anew before every round: the SendMessage rounds add enough
+    // Tasks that a bounded store (ours keeps 100k) drops the oldest.
     const seeded = {}
-    for (const server of running) {
-      if (server.key === "D") continue
-      seeded[server.key] = (await sendAndComplete(server.url)).id
+    const seed = async () => {
+      for (const server of running) if (server.key !== "D") seeded[server.key] = (await sendAndComplete(server.url)).id
     }
+    await seed()
     // The ceiling answers exactly what our GetTask answers.
     const answer = await call(a.url, getTaskBody(seeded.A))
     await ask(running.find((s) => s.key === "D").child, { payload: answer })
@@ -107,9 +110,11 @@ async function httpRounds() {
     for (const scenario of SCENARIOS) for (const server of running) await runOnce(server, scenario, 1)
 
     const samples = {}
+    // Ours next to the ceiling; every other round in reverse order, so a drift in the machine's speed favours none.
+    const runOrder = RUN_ORDER.map((key) => running.find((server) => server.key === key))
     for (let round = 1; round <= settings.rounds; round++) {
-      // Every other round runs the servers in reverse order, so a drift in the machine's speed favours none of them.
-      const order = round % 2 === 1 ? running : running.toReversed()
+      await seed()
+      const order = round % 2 === 1 ? runOrder : runOrder.toReversed()
       for (const scenario of SCENARIOS) {
         for (const server of order) {
           const result = await runOnce(server, scenario, settings.seconds)
