@@ -11,8 +11,11 @@ const times = (value) => (Number.isFinite(value) ? `${value.toFixed(2)}×` : "n/
 
 /** The commit the run measures (call it before building and measuring: others may commit meanwhile). */
 export function codeVersion(root) {
+  const git = (...args) => execFileSync("git", ["-C", root, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim()
   try {
-    return execFileSync("git", ["-C", root, "describe", "--always", "--dirty"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim()
+    // "-dirty" when code differs from the commit; the bench's own output files do not count.
+    const changed = git("status", "--porcelain", "--", ".", ":!bench/results.md", ":!bench/results.json", ":!bench/baseline.json")
+    return git("rev-parse", "--short", "HEAD") + (changed ? "-dirty" : "")
   } catch {
     return "unknown (not a git checkout)"
   }
