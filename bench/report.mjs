@@ -111,6 +111,8 @@ function beforeAfter(results, baseline) {
     return [name, `${fixed(before)}${unit}`, `${fixed(after)}${unit}`, `${times(factor)} ${fell ? "less" : "more"}${improved ? "" : " (worse)"}`]
   }
   const a = (r, scenario, field) => r.http.medians[scenario].A[field]
+  const now = results.machine.cpu
+  const otherCpu = baseline.machine?.cpu && baseline.machine.cpu !== now ? `${baseline.machine.cpu} then, ${now} now` : undefined
   return `## Before and after: baseline (${baseline.startedAt.slice(0, 16)}, ${baseline.machine?.commit ?? "?"}) against this run
 
 ${markdownTable(["server A (memory store, logger: false)", "baseline", "this run", "change"], [
@@ -121,8 +123,8 @@ ${markdownTable(["server A (memory store, logger: false)", "baseline", "this run
   row("heap per 100k tasks in InMemoryTaskStore", baseline.memory.oursBytes / MiB, results.memory.oursBytes / MiB, "lower", " MiB"),
 ])}
 
-Both runs used this bench, at different times: the ratios in the targets table, each taken within one run, are the
-fairer comparison.
+Both runs used this bench, at different times${otherCpu ? ` and on different CPUs (${otherCpu})` : ""}: the ratios in the targets
+table, each taken within one run, are the fairer comparison.
 
 `
 }
