@@ -109,7 +109,7 @@ export class FileTaskStore implements TaskStore {
   /** The directory fsync under way, and the one queued to follow it (see syncDirectoryAfterRename). */
   private dirSyncRunning: Promise<void> | undefined
   private dirSyncNext: Promise<void> | undefined
-  /** Text of files read before, by path, oldest use first. */
+  /** Text of files read before, by path, the longest ago read first. */
   private readonly readCache = new AgingMap<string, CachedRead>()
 
   constructor(dir: string, options: FileTaskStoreOptions = {}) {
