@@ -9,7 +9,7 @@ import { withInternals } from "../lib/internals.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import type { A2ATask } from "../lib/types.js"
-import { deferred, memoryLogger, RecordingStore, rpc, sampleTask, userMessage, waitFor } from "./helpers.js"
+import { deferred, FlakyStore, memoryLogger, RecordingStore, rpc, sampleTask, userMessage, waitFor } from "./helpers.js"
 
 function setup(respond: ModelFunction | Client = () => "DONE", store: TaskStore = new RecordingStore()) {
   const log = memoryLogger()
@@ -192,25 +192,17 @@ t.test("a store that fails on read or save gives -32603 and is logged", async (t
 })
 
 t.test("a store failing mid-task ends the task as far as it can, without an unhandled rejection", async (t) => {
-  const store = new RecordingStore()
-  let failSaves = false
-  const flaky: TaskStore = {
-    get: (id) => store.get(id),
-    save: async (task) => {
-      if (failSaves) throw new Error("store went away")
-      await store.save(task)
-    },
-  }
+  const store = new FlakyStore()
   const gate = deferred<string>()
-  const { call, log, runner } = setup(() => gate.promise, flaky)
+  const { call, log, runner } = setup(() => gate.promise, store)
   const res = await call(rpc("SendMessage", { message: userMessage("x") }))
   await waitFor(() => store.statesOf(res.result.id).includes("working"))
-  failSaves = true
+  store.failing = true
   gate.resolve("too late")
   await waitFor(() => runner.activeCount === 0)
   t.same(store.statesOf(res.result.id), ["submitted", "working"])
   t.ok(log.lines.some((l) => /^task store failed to save the final state/.test(String(l.msg)) && l.taskId === res.result.id))
-  failSaves = false
+  store.failing = false
   await waitFor(() => store.statesOf(res.result.id).includes("completed"), 10_000, "the retried final save")
   t.same(store.statesOf(res.result.id), ["submitted", "working", "completed"], "once the store is back, the answer lands")
 })

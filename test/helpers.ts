@@ -14,6 +14,15 @@ export class RecordingStore extends InMemoryTaskStore {
   }
 }
 
+/** A RecordingStore with a switch: while `failing` is set, saves reject (and are not recorded); reads still work. */
+export class FlakyStore extends RecordingStore {
+  failing = false
+  override async save(task: A2ATask): Promise<void> {
+    if (this.failing) throw new Error("the task store is down")
+    await super.save(task)
+  }
+}
+
 /** Polls until `check` is true; fails after `ms` (generous: tests run on loaded machines). */
 export async function waitFor(check: () => boolean | Promise<boolean>, ms = 5000, what = "condition"): Promise<void> {
   const deadline = Date.now() + ms

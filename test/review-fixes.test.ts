@@ -9,10 +9,9 @@ import { createLocalClient, type ChatMessage } from "../lib/client.js"
 import { currentRunner, withInternals } from "../lib/internals.js"
 import { serve } from "../lib/serve.js"
 import { FileTaskStore } from "../lib/stores/file.js"
-import type { TaskStore } from "../lib/stores/task-store.js"
 import type { A2ATask } from "../lib/types.js"
 import { toolnexusA2A } from "../plugins/a2a.js"
-import { deferred, memoryLogger, RecordingStore, rpc, userMessage, waitFor } from "./helpers.js"
+import { deferred, FlakyStore, memoryLogger, RecordingStore, rpc, userMessage, waitFor } from "./helpers.js"
 
 /** Each test here is a bug a review found, written as the test that would have caught it. */
 
@@ -67,22 +66,14 @@ t.test("a cancel arriving while the final save is in flight does not save a seco
 })
 
 t.test("a cancel whose save fails is an error to the peer, and the final save is retried until it lands", async (t) => {
-  const store = new RecordingStore()
-  let failing = false
-  const flaky: TaskStore = {
-    get: (id) => store.get(id),
-    save: async (task) => {
-      if (failing) throw new Error("store briefly down")
-      await store.save(task)
-    },
-  }
+  const store = new FlakyStore()
   const hold = deferred<string>()
-  const runner = new TaskRunner({ store: flaky, client: createLocalClient(() => hold.promise), log: memoryLogger(), events: new TaskEvents() })
+  const runner = new TaskRunner({ store, client: createLocalClient(() => hold.promise), log: memoryLogger(), events: new TaskEvents() })
   const started = await runner.start(userMessage("x") as never)
   await waitFor(() => store.statesOf(started.task.id).includes("working"))
-  failing = true
+  store.failing = true
   await t.rejects(runner.cancel(started.task.id), { code: -32603, message: /could not record the cancel yet; the server keeps retrying/ })
-  failing = false
+  store.failing = false
   await waitFor(() => store.statesOf(started.task.id).includes("canceled"), 10_000, "the retried save")
   t.same(store.statesOf(started.task.id), ["submitted", "working", "canceled"])
 })
