@@ -2,7 +2,7 @@
 // argv: <dir> <seconds per run> <rounds>
 import fsp from "node:fs/promises"
 import path from "node:path"
-import { FileTaskStore } from "../dist/lib/index.js"
+import { FileTaskStore } from "../dist/index.js"
 import { completedTask } from "./fixtures.mjs"
 import { median } from "./stats.mjs"
 

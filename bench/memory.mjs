@@ -1,6 +1,6 @@
 // Child (run with --expose-gc): heap held by 100k completed Tasks in each in-memory store.
 // argv: <count>
-import { InMemoryTaskStore } from "../dist/lib/index.js"
+import { InMemoryTaskStore } from "../dist/index.js"
 import { InMemoryTaskStore as SdkInMemoryTaskStore, UnauthenticatedUser, defaultServerCallContextBuilder } from "@a2a-js/sdk/server"
 import { TaskState, Role } from "@a2a-js/sdk"
 import { completedTask } from "./fixtures.mjs"

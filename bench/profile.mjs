@@ -104,7 +104,7 @@ export function hotSpotGroups(root) {
     { name: "request body parse (secure-json-parse)", match: (_f, file) => file.includes("node_modules/secure-json-parse/") },
     { name: "logging (pino, the request log line)", match: (frame, file) => file.includes("node_modules/pino/") || (file === path.join(root, "dist/plugins/a2a.js") && frame.functionName === "logLine") },
     { name: "task runner (lib/a2a/runner.ts: start, fulfil, saves, events)", match: ours("lib/a2a/runner.js") },
-    { name: "local client loop (lib/client.ts)", match: ours("lib/client.js") },
+    { name: "local client loop (lib/client/client.ts)", match: ours("lib/client/client.js") },
     { name: "socket writes (writev)", match: (frame) => frame.functionName === "writev" && !frame.url },
     { name: "garbage collection", match: (frame) => frame.functionName === "(garbage collector)" },
   ]

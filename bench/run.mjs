@@ -15,7 +15,7 @@ import { call, getTaskBody, load, sendAndComplete, sendMessageBody } from "./loa
 import { analyzeProfile, hotSpotGroups, profileIn } from "./profile.mjs"
 import { codeVersion, writeReport } from "./report.mjs"
 import { median } from "./stats.mjs"
-import { FileTaskStore } from "../dist/lib/index.js"
+import { FileTaskStore } from "../dist/index.js"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.dirname(here)

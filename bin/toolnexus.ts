@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { clientFor, parseCli, USAGE } from "../lib/cli.js"
-import { createToolkit } from "../lib/toolkit.js"
-import { createLogger } from "../lib/serve.js"
+import { createToolkit } from "../lib/tools/toolkit.js"
+import { createLogger } from "../plugins/serve.js"
 
 const log = createLogger()
 let config

@@ -1,5 +1,5 @@
 import { parseArgs } from "node:util"
-import { createClient, createLocalClient, type Client, type ClientOptions } from "./client.js"
+import { createClient, createLocalClient, type Client, type ClientOptions } from "./client/client.js"
 
 /** What the `toolnexus` command runs with, from flags first, then environment variables, then defaults. */
 export interface CliConfig {

@@ -1,8 +1,8 @@
 import t, { type Test } from "tap"
 import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
-import { createClient, createLocalClient, type ChatMessage, type ModelFunction } from "../lib/client.js"
-import { createToolkit, type Tool } from "../lib/toolkit.js"
+import { createClient, createLocalClient, type ChatMessage, type ModelFunction } from "../lib/client/client.js"
+import { createToolkit, type Tool } from "../lib/tools/toolkit.js"
 
 /** The parts of a request body the assertions look at. */
 interface WireBody {

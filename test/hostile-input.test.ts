@@ -1,6 +1,6 @@
 import t, { type Test } from "tap"
-import { createLocalClient } from "../lib/client.js"
-import { serve, type ServedAgent } from "../lib/serve.js"
+import { createLocalClient } from "../lib/client/client.js"
+import { serve, type ServedAgent } from "../plugins/serve.js"
 
 /**
  * Hostile input at the route: whatever arrives, the peer gets a JSON-RPC

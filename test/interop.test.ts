@@ -2,8 +2,8 @@ import { TaskNotFoundError } from "@a2a-js/sdk/errors"
 import { CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest, SubscribeToTaskRequest, TaskState } from "@a2a-js/sdk"
 import { ClientFactory } from "@a2a-js/sdk/client"
 import t, { type Test } from "tap"
-import { createLocalClient, type ModelFunction } from "../lib/client.js"
-import { serve, type ServedAgent } from "../lib/serve.js"
+import { createLocalClient, type ModelFunction } from "../lib/client/client.js"
+import { serve, type ServedAgent } from "../plugins/serve.js"
 import { deferred, waitFor } from "./helpers.js"
 
 /**

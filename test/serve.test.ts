@@ -1,9 +1,9 @@
 import { Writable } from "node:stream"
 import { pino } from "pino"
 import t from "tap"
-import { createClient, createLocalClient } from "../lib/client.js"
-import { createLogger, parseAddress, serve } from "../lib/serve.js"
-import { createToolkit } from "../lib/toolkit.js"
+import { createClient, createLocalClient } from "../lib/client/client.js"
+import { createLogger, parseAddress, serve } from "../plugins/serve.js"
+import { createToolkit } from "../lib/tools/toolkit.js"
 import { deferred, RecordingStore, rpc, userMessage, waitFor } from "./helpers.js"
 
 /** A pino logger writing JSON lines into an array. */

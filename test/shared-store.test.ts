@@ -1,7 +1,7 @@
 import { EventEmitter } from "node:events"
 import Fastify, { type FastifyInstance } from "fastify"
 import t, { type Test } from "tap"
-import { createLocalClient, type ModelFunction } from "../lib/client.js"
+import { createLocalClient, type ModelFunction } from "../lib/client/client.js"
 import { currentRunner, withInternals } from "../lib/internals.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import { TaskConflictError, type LeaseBook, type TaskStore } from "../lib/stores/task-store.js"

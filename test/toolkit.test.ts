@@ -1,6 +1,6 @@
 import t from "tap"
-import { evaluate } from "../lib/builtins.js"
-import { createToolkit, type Tool } from "../lib/toolkit.js"
+import { evaluate } from "../lib/tools/builtins.js"
+import { createToolkit, type Tool } from "../lib/tools/toolkit.js"
 
 const add: Tool = {
   name: "add",

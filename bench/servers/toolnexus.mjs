@@ -1,7 +1,7 @@
 // Server A/B: toolnexus serve() with an agent that answers at once (an in-process client).
 // argv: <store selector: "memory" | "file:<dir>"> <logging: "off" | "devnull">
 import { pino } from "pino"
-import { createLocalClient, createLogger, serve } from "../../dist/lib/index.js"
+import { createLocalClient, createLogger, serve } from "../../dist/index.js"
 import { reportStartFailure, serveParent } from "../child.mjs"
 
 const [store = "memory", logging = "off"] = process.argv.slice(2)

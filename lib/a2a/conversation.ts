@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto"
-import type { ChatMessage } from "../client.js"
+import type { ChatMessage } from "../models/model.js"
 import { internalsOf } from "../internals.js"
 import { errorFields, type Logger } from "../log.js"
 import type { TaskStore } from "../stores/task-store.js"

@@ -1,8 +1,8 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv"
-import type { A2APart, JsonObject } from "../types.js"
+import type { JsonObject } from "../types.js"
 import { decodePageToken, type TaskQuery } from "../stores/list.js"
 import { A2AError } from "./errors.js"
-import { stateFromWire, type WireVersion } from "./wire.js"
+import { stateFromWire, type WireMessage, type WireVersion } from "./wire.js"
 
 /**
  * The one place request params are checked. Each method's params have a
@@ -107,19 +107,6 @@ const listTasksSchema = {
     tenant: { type: "string" },
   },
 } as const
-
-/** A message as it may arrive: 0.3 or 1.0 parts and roles. */
-export interface WireMessage {
-  kind?: "message"
-  messageId?: string
-  role: "user" | "agent" | "ROLE_USER" | "ROLE_AGENT"
-  parts: Array<A2APart | JsonObject>
-  taskId?: string
-  contextId?: string
-  referenceTaskIds?: string[]
-  extensions?: string[]
-  metadata?: JsonObject
-}
 
 export interface SendMessageParams {
   message: WireMessage

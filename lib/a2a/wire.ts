@@ -3,7 +3,6 @@ import { copyWith } from "../objects.js"
 import type { A2AArtifact, A2AMessage, A2APart, A2ATask, A2ATaskStatus, JsonObject, TaskState } from "../types.js"
 import { A2AError, ErrorCode } from "./errors.js"
 import type { TaskEvent } from "./events.js"
-import type { WireMessage } from "./params.js"
 import type { IncomingMessage } from "./runner.js"
 
 /**
@@ -219,6 +218,19 @@ function partFromV1(part: JsonObject): A2APart {
   if (typeof part.filename === "string") file.name = part.filename
   if (typeof part.mediaType === "string") file.mimeType = part.mediaType
   return { kind: "file", file: part.raw !== undefined ? { ...file, bytes: part.raw as string } : { ...file, uri: part.url as string }, ...extra }
+}
+
+/** A message as it may arrive: 0.3 or 1.0 parts and roles. */
+export interface WireMessage {
+  kind?: "message"
+  messageId?: string
+  role: "user" | "agent" | "ROLE_USER" | "ROLE_AGENT"
+  parts: Array<A2APart | JsonObject>
+  taskId?: string
+  contextId?: string
+  referenceTaskIds?: string[]
+  extensions?: string[]
+  metadata?: JsonObject
 }
 
 /** An incoming message, 0.3 or 1.0 shaped, in the stored form. */

@@ -1,4 +1,4 @@
-import type { ChatMessage } from "../client.js"
+import type { ChatMessage } from "./model.js"
 import type { JsonObject } from "../types.js"
 import { isObject, joinUrl, postJson, type Endpoint, type EndpointOptions } from "./http.js"
 import { usageFrom, type Model, type ModelToolCall, type ModelTurn } from "./model.js"

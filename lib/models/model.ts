@@ -1,5 +1,28 @@
-import type { ChatMessage, ToolCall, Usage } from "../client.js"
-import type { Toolkit } from "../toolkit.js"
+import type { JsonObject } from "../types.js"
+import type { Toolkit } from "../tools/types.js"
+
+export interface ChatMessage {
+  role: "system" | "user" | "assistant" | "tool"
+  content: string
+  /** On an assistant message: the tools it asked for. */
+  toolCalls?: ToolCall[]
+  /** On a tool message: the call it answers. */
+  toolCallId?: string
+  /** On a tool message: the tool failed (Anthropic tells the model so with `is_error`). */
+  isError?: boolean
+}
+
+export interface ToolCall {
+  id: string
+  name: string
+  args: JsonObject
+}
+
+export interface Usage {
+  inputTokens: number
+  outputTokens: number
+  totalTokens: number
+}
 
 /** What the tool-calling loop needs from a model: one turn of the conversation. */
 export interface Model {

@@ -1,8 +1,9 @@
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify"
 import { pino, type DestinationStream, type Logger as PinoLogger, type LoggerOptions } from "pino"
-import type { Client } from "./client.js"
-import type { Toolkit } from "./toolkit.js"
-import { toolnexusA2A, type ToolnexusA2AOptions } from "../plugins/a2a.js"
+import type { Client } from "../lib/client/client.js"
+import { provideToolkitServer } from "../lib/tools/toolkit.js"
+import type { Toolkit } from "../lib/tools/types.js"
+import { toolnexusA2A, type ToolnexusA2AOptions } from "./a2a.js"
 
 export interface ServeOptions {
   /** Runs each task's tool-calling loop. */
@@ -24,6 +25,12 @@ export interface ServedAgent {
   stop(): Promise<void>
   /** The same as stop(). */
   close(): Promise<void>
+}
+
+declare module "../lib/tools/types.js" {
+  // toolkit.serve(addr, opts) takes serve()'s options (its toolkit filled in) and gives a ServedAgent.
+  interface ToolkitServeOptions extends Omit<ServeOptions, "toolkit"> {}
+  interface ToolkitServedAgent extends ServedAgent {}
 }
 
 /** Header paths that carry credentials: pino writes "[Redacted]" in their place, whatever else the host redacts. */
@@ -93,3 +100,5 @@ export function createLogger(options: LoggerOptions = {}, destination?: Destinat
   const settings = { level: "info", ...options, redact: withCredentialPaths(options.redact) }
   return destination ? pino(settings, destination) : pino(settings)
 }
+
+provideToolkitServer((addr, opts, toolkit) => serve(addr, { ...opts, toolkit }))

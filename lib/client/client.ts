@@ -1,35 +1,14 @@
-import type { Tool, Toolkit, ToolResult } from "./toolkit.js"
-import type { JsonObject } from "./types.js"
-import { anthropicModel } from "./models/anthropic.js"
-import { DEFAULT_RETRY } from "./models/http.js"
-import { openAIModel } from "./models/openai.js"
-import { usageFrom, type Model, type ModelToolCall, type ModelTurn } from "./models/model.js"
+import type { Tool, Toolkit, ToolResult } from "../tools/types.js"
+import type { JsonObject } from "../types.js"
+import { anthropicModel } from "../models/anthropic.js"
+import { DEFAULT_RETRY } from "../models/http.js"
+import { openAIModel } from "../models/openai.js"
+import { usageFrom, type ChatMessage, type Model, type ModelToolCall, type ModelTurn, type ToolCall, type Usage } from "../models/model.js"
 
-export interface ChatMessage {
-  role: "system" | "user" | "assistant" | "tool"
-  content: string
-  /** On an assistant message: the tools it asked for. */
-  toolCalls?: ToolCall[]
-  /** On a tool message: the call it answers. */
-  toolCallId?: string
-  /** On a tool message: the tool failed (Anthropic tells the model so with `is_error`). */
-  isError?: boolean
-}
-
-export interface ToolCall {
-  id: string
-  name: string
-  args: JsonObject
-}
+export type { ChatMessage, ToolCall, Usage }
 
 export interface ToolCallRecord extends ToolCall {
   result: ToolResult
-}
-
-export interface Usage {
-  inputTokens: number
-  outputTokens: number
-  totalTokens: number
 }
 
 export interface RunOptions {

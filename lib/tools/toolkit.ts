@@ -1,62 +1,18 @@
 import { Ajv, type ValidateFunction } from "ajv"
-import type { JsonObject } from "./types.js"
+import type { JsonObject } from "../types.js"
 import { builtinTools } from "./builtins.js"
-import { serve, type ServeOptions, type ServedAgent } from "./serve.js"
+import type { Tool, Toolkit, ToolkitOptions, ToolkitServedAgent, ToolkitServeOptions } from "./types.js"
 
-/** A JSON Schema object describing a tool's arguments. */
-export type JsonSchema = JsonObject
+export type * from "./types.js"
 
-/** What a tool's `execute` is handed besides its arguments. */
-export interface ToolContext {
-  /** Aborted when the run that called the tool is canceled. */
-  signal?: AbortSignal
-}
+/** Serves a toolkit over A2A; the Fastify layer provides it when it loads, so the toolkit never loads a web server itself. */
+export type ToolkitServer = (addr: string, opts: ToolkitServeOptions, toolkit: Toolkit) => Promise<ToolkitServedAgent>
 
-/** A tool's answer as the model sees it. */
-export interface ToolResult {
-  output: string
-  isError: boolean
-}
+let server: ToolkitServer | undefined
 
-export interface Tool {
-  name: string
-  description: string
-  inputSchema: JsonSchema
-  /** Returns the output (a string, or anything JSON-serializable); a throw becomes an error result. */
-  execute(args: JsonObject, ctx: ToolContext): unknown
-}
-
-export interface OpenAITool {
-  type: "function"
-  function: { name: string; description: string; parameters: JsonSchema }
-}
-
-export interface AnthropicTool {
-  name: string
-  description: string
-  input_schema: JsonSchema
-}
-
-export interface ToolkitOptions {
-  /**
-   * The shipped tools: `true` (default) for all, `false` for none, or a list of names.
-   * None of them touches the file system, the network or a shell.
-   */
-  builtins?: boolean | string[]
-  /** Your own tools, added after the builtins; a name may not repeat. */
-  extraTools?: Tool[]
-}
-
-export interface Toolkit {
-  tools(): readonly Tool[]
-  get(name: string): Tool | undefined
-  /** Runs a tool after checking `args` against its inputSchema; never throws. */
-  execute(name: string, args: unknown, ctx?: ToolContext): Promise<ToolResult>
-  toOpenAI(): OpenAITool[]
-  toAnthropic(): AnthropicTool[]
-  /** Serves this toolkit as an A2A agent; see `serve()`. */
-  serve(addr: string, opts: ServeOptions): Promise<ServedAgent>
-  close(): Promise<void>
+/** Called once by plugins/serve.ts as it loads. */
+export function provideToolkitServer(serve: ToolkitServer): void {
+  server = serve
 }
 
 export async function createToolkit(opts: ToolkitOptions = {}): Promise<Toolkit> {
@@ -76,7 +32,7 @@ export async function createToolkit(opts: ToolkitOptions = {}): Promise<Toolkit>
     byName.set(tool.name, { tool, validate })
   }
   const tools = Object.freeze(all.slice())
-  const served = new Set<ServedAgent>()
+  const served = new Set<ToolkitServedAgent>()
 
   const toolkit: Toolkit = {
     tools: () => tools,
@@ -100,7 +56,8 @@ export async function createToolkit(opts: ToolkitOptions = {}): Promise<Toolkit>
     toOpenAI: () => tools.map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: t.inputSchema } })),
     toAnthropic: () => tools.map((t) => ({ name: t.name, description: t.description, input_schema: t.inputSchema })),
     async serve(addr, serveOpts) {
-      const agent = await serve(addr, { ...serveOpts, toolkit })
+      if (!server) throw new Error('toolkit.serve() needs the server: import "toolnexus/fastify" (or "toolnexus") once in your program')
+      const agent = await server(addr, serveOpts, toolkit)
       served.add(agent)
       return agent
     },

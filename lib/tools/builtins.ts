@@ -1,4 +1,4 @@
-import type { Tool } from "./toolkit.js"
+import type { Tool } from "./types.js"
 
 /**
  * The tools a toolkit has unless the host says `builtins: false`. They are

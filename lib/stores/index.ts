@@ -1,0 +1,11 @@
+/** "toolnexus/stores": the TaskStore contract, the four stores and their helpers; no web server, logger or driver is loaded. */
+export type { A2AArtifact, A2ADataPart, A2AFilePart, A2AMessage, A2APart, A2ATask, A2ATaskStatus, A2ATextPart, JsonObject, TaskState } from "../types.js"
+export { TERMINAL_STATES } from "../types.js"
+export type { LeaseBook, TaskStore } from "./task-store.js"
+export { isTaskStore, TaskConflictError } from "./task-store.js"
+export { PostgresTaskStore, type PostgresTaskStoreOptions } from "./postgres.js"
+export { NatsTaskStore, type NatsTaskStoreOptions } from "./nats.js"
+export { InMemoryTaskStore, type InMemoryTaskStoreOptions } from "./memory.js"
+export { FileTaskStore, type FileTaskStoreOptions, type FileSystem, type FileSystemHandle } from "./file.js"
+export { resolveStore, type StoreSelector } from "./resolve.js"
+export { pageOfTasks, type TaskPage, type TaskQuery } from "./list.js"
