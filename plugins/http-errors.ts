@@ -1,20 +1,11 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify"
 import { A2AError, ErrorCode } from "../lib/a2a/errors.js"
 import type { JsonRpcResponse } from "../lib/a2a/jsonrpc.js"
-import { codecFor, negotiateVersion, type WireVersion } from "../lib/a2a/wire.js"
+import { answerVersion, codecFor } from "../lib/a2a/wire.js"
 
-/** The version a refused request asked for, so even its error has that version's form; 0.3 when it asked for none we speak. */
-function versionAsked(request: FastifyRequest): WireVersion {
-  try {
-    return negotiateVersion(request.headers["a2a-version"])
-  } catch {
-    return "0.3"
-  }
-}
-
-/** Sends a JSON-RPC error body with an HTTP status, for refusals made before the dispatcher runs. */
+/** Sends a JSON-RPC error body with an HTTP status, for refusals made before the dispatcher runs; in the version answerVersion picks. */
 export function sendRefusal(request: FastifyRequest, reply: FastifyReply, status: number, error: A2AError): FastifyReply {
-  const body: JsonRpcResponse = { jsonrpc: "2.0", id: null, error: codecFor(versionAsked(request)).error(error) }
+  const body: JsonRpcResponse = { jsonrpc: "2.0", id: null, error: codecFor(answerVersion(request.headers["a2a-version"])).error(error) }
   request.log.info({ outcome: error.code, status }, "a2a request refused")
   return reply.code(status).type("application/json").send(body)
 }

@@ -8,7 +8,7 @@ import type { StoreFollower } from "./follower.js"
 import { parseListTasksQuery, parseSendMessageParams, parseTaskIdParams, type SendMessageParams } from "./params.js"
 import { RenderedTasks } from "./rendered.js"
 import { isFinalForNow, isTerminal, type StartedTask, type TaskRunner } from "./runner.js"
-import { codecFor, messageFromWire, negotiateVersion, type WireCodec, type WireVersion } from "./wire.js"
+import { answerVersion, codecFor, messageFromWire, negotiateVersion, type WireCodec, type WireVersion } from "./wire.js"
 
 /**
  * JSON-RPC 2.0 over A2A, free of any HTTP framework: hand it the parsed
@@ -130,7 +130,7 @@ export class JsonRpcDispatcher {
     try {
       version = negotiateVersion(ctx.version)
     } catch (err) {
-      return answer(idOf(body), codecFor("0.3"), err as A2AError)
+      return answer(idOf(body), codecFor(answerVersion(ctx.version)), err as A2AError)
     }
     const codec = codecFor(version)
     if (Array.isArray(body)) {

@@ -32,6 +32,18 @@ export function negotiateVersion(header: string | string[] | undefined): WireVer
   )
 }
 
+/**
+ * The one fallback rule: an answer sent whatever the request asked for (an error body, the agent card)
+ * takes the version asked for, or 0.3 (the form of a request with no header) when it names none we speak.
+ */
+export function answerVersion(header: string | string[] | undefined): WireVersion {
+  try {
+    return negotiateVersion(header)
+  } catch {
+    return "0.3"
+  }
+}
+
 const STATE_TO_V1: Record<TaskState, string> = {
   submitted: "TASK_STATE_SUBMITTED",
   working: "TASK_STATE_WORKING",
