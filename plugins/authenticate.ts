@@ -1,0 +1,37 @@
+import type { FastifyReply, FastifyRequest } from "fastify"
+import { Authenticator, type AuthSettings } from "../lib/a2a/auth.js"
+import { A2AError, ErrorCode } from "../lib/a2a/errors.js"
+import { errorFields } from "../lib/log.js"
+import { sendRefusal } from "./http-errors.js"
+
+/** The JSON-RPC route's onRequest hook and what it found: a request without a principal is refused with 401. */
+export interface Authentication {
+  /** Whether a token table is configured: only that is advertised on the agent card, a host's verify() may check anything. */
+  usesTokens: boolean
+  onRequest(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined>
+  /** The principal the hook found for this request. */
+  principalOf(request: FastifyRequest): string | undefined
+}
+
+export function createAuthentication(settings: AuthSettings<FastifyRequest>): Authentication {
+  const authenticator = new Authenticator(settings)
+  const principals = new WeakMap<FastifyRequest, string>()
+  return {
+    usesTokens: authenticator.usesTokens,
+    async onRequest(request, reply) {
+      let principal: string | undefined
+      try {
+        principal = await authenticator.principalOf(request, request.headers)
+      } catch (err) {
+        request.log.error(errorFields(err), "opts.auth.verify threw")
+      }
+      if (principal === undefined) {
+        reply.header("www-authenticate", 'Bearer realm="a2a"')
+        return sendRefusal(request, reply, 401, new A2AError(ErrorCode.InvalidRequest, "Unauthorized: send Authorization: Bearer <token> or x-api-key: <key>"))
+      }
+      principals.set(request, principal)
+      return undefined
+    },
+    principalOf: (request) => principals.get(request),
+  }
+}

@@ -1,0 +1,30 @@
+import type { FastifyRequest, RouteHandlerMethod } from "fastify"
+import { securityCardFields } from "../lib/a2a/auth.js"
+import { buildAgentCard, type CardOptions } from "../lib/a2a/card.js"
+import { answerVersion } from "../lib/a2a/wire.js"
+
+export const CARD_PATH = "/.well-known/agent-card.json"
+
+export interface CardRouteOptions {
+  card: CardOptions
+  /** The endpoint URL to advertise; derived from each request's protocol, Host and the routes' prefix when absent. */
+  url?: string
+  /** The routes' prefix, for the derived URL. */
+  prefix: string
+  /** Whether the card advertises the token schemes (a token table is configured). */
+  usesTokens: boolean
+}
+
+/** `GET /.well-known/agent-card.json`: public; its security fields take the form of the version asked for. */
+export function agentCardHandler({ card, url, prefix, usesTokens }: CardRouteOptions): RouteHandlerMethod {
+  return async function agentCard(request, reply) {
+    const body = buildAgentCard(card, url ?? endpointUrl(request, prefix))
+    reply.header("vary", "A2A-Version")
+    if (!usesTokens) return body
+    return { ...body, ...securityCardFields(answerVersion(request.headers["a2a-version"])) }
+  }
+}
+
+function endpointUrl(request: FastifyRequest, prefix: string): string {
+  return `${request.protocol}://${request.host}${prefix.replace(/\/$/, "")}/`
+}

@@ -1,0 +1,64 @@
+import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from "fastify"
+import type { JsonRpcDispatcher } from "../lib/a2a/jsonrpc.js"
+import { writeEvents } from "./sse.js"
+
+/** Content types the JSON-RPC route parses as JSON. */
+export const JSON_TYPES = ["application/json", "application/json-rpc", "application/a2a+json"]
+
+export interface JsonRpcRouteOptions {
+  dispatcher: JsonRpcDispatcher
+  /** Aborts when the server is closing: open streams end. */
+  closing: AbortSignal
+  /** The authenticated principal of a request, when authentication is on. */
+  principalOf?: (request: FastifyRequest) => string | undefined
+}
+
+/** `POST /`: one JSON-RPC request in, one JSON answer or an SSE stream out, and one log line per call. */
+export function jsonRpcHandler({ dispatcher, closing, principalOf }: JsonRpcRouteOptions): RouteHandlerMethod {
+  return async function jsonRpc(request, reply) {
+    const started = performance.now()
+    // Only a streaming call asks for this signal: most requests never pay for a controller and listeners.
+    let streamEnd: AbortSignal | undefined
+    const endSignal = () => (streamEnd ??= endedWhenGoneOrClosing(reply.raw, closing))
+    const outcome = await dispatcher.dispatch(request.body, {
+      log: request.log,
+      version: request.headers["a2a-version"],
+      endSignal,
+      principal: principalOf?.(request),
+    })
+    const logLine = () =>
+      request.log.info(
+        {
+          method: outcome.method,
+          taskId: outcome.taskId,
+          version: outcome.version,
+          outcome: outcome.errorCode ?? "ok",
+          durationMs: Math.round(performance.now() - started),
+          ...(outcome.stream && { stream: true }),
+        },
+        "a2a request",
+      )
+    if (outcome.stream) {
+      reply.hijack()
+      await writeEvents(reply, outcome.stream, endSignal())
+      logLine()
+      return reply
+    }
+    logLine()
+    if (outcome.body === undefined) return reply.code(204).send()
+    return reply.type("application/json; charset=utf-8").send(outcome.body)
+  }
+}
+
+/** Aborts when the peer's connection closes or the server starts closing, whichever comes first. */
+function endedWhenGoneOrClosing(raw: FastifyReply["raw"], closing: AbortSignal): AbortSignal {
+  const ended = new AbortController()
+  const end = () => ended.abort()
+  if (closing.aborted) end()
+  else closing.addEventListener("abort", end, { once: true })
+  raw.once("close", () => {
+    closing.removeEventListener("abort", end)
+    end()
+  })
+  return ended.signal
+}

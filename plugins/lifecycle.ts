@@ -1,0 +1,60 @@
+import { TaskEvents } from "../lib/a2a/events.js"
+import { StoreFollower } from "../lib/a2a/follower.js"
+import { JsonRpcDispatcher } from "../lib/a2a/jsonrpc.js"
+import { RecoveryService } from "../lib/a2a/recovery.js"
+import { TaskRunner } from "../lib/a2a/runner.js"
+import type { Logger } from "../lib/log.js"
+import type { TaskStore } from "../lib/stores/task-store.js"
+import { DEFAULT_SHUTDOWN_GRACE_MS, openStore, type ToolnexusA2AOptions } from "./options.js"
+
+/** The agent's moving parts for one registration, and the three hooks that start and stop them in order. */
+export interface Agent {
+  store: TaskStore
+  dispatcher: JsonRpcDispatcher
+  /** Aborts once running tasks have had their grace on close, so streams still open end too. */
+  closing: AbortSignal
+  /** Starts following other servers' changes, then recovers the Tasks a dead server left. */
+  onReady(): Promise<void>
+  /** Lets running tasks finish (up to the grace period), then ends open streams. */
+  preClose(): Promise<void>
+  /** Stops recovery and following, and closes the store if the plugin opened it. */
+  onClose(): Promise<void>
+}
+
+/** Builds the store, runner, follower, recovery and dispatcher from checked options. */
+export function createAgent(opts: ToolnexusA2AOptions, log: Logger): Agent {
+  const { store, ownsStore } = openStore(opts.store)
+  const events = new TaskEvents()
+  const runner = new TaskRunner({
+    store,
+    client: opts.client,
+    toolkit: opts.toolkit,
+    log,
+    events,
+    maxRunning: opts.maxRunningTasks,
+    maxQueued: opts.maxQueuedTasks,
+  })
+  const follower = new StoreFollower({ store, runner, log })
+  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower })
+  const recovery = new RecoveryService({ store, self: runner.self, log, leaseTtlMs: opts.leaseTtlMs })
+  const closing = new AbortController()
+  return {
+    store,
+    dispatcher,
+    closing: closing.signal,
+    async onReady() {
+      await follower.start()
+      if (opts.recoverInterrupted !== false) await recovery.start()
+    },
+    // A preClose hook, so blocking requests waiting on a task end before the server waits on them.
+    async preClose() {
+      await runner.stop(opts.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS)
+      closing.abort()
+    },
+    async onClose() {
+      await recovery.stop()
+      await follower.close()
+      if (ownsStore) await store.close?.()
+    },
+  }
+}

@@ -1,0 +1,84 @@
+import type { FastifyRequest } from "fastify"
+import type { AuthSettings } from "../lib/a2a/auth.js"
+import { checkCardOptions, type CardOptions } from "../lib/a2a/card.js"
+import type { Client } from "../lib/client/client.js"
+import { resolveStore, type StoreSelector } from "../lib/stores/resolve.js"
+import type { TaskStore } from "../lib/stores/task-store.js"
+import type { Toolkit } from "../lib/tools/types.js"
+
+export interface ToolnexusA2AOptions extends CardOptions {
+  /** Runs each task: `createClient(...)`, `createLocalClient(...)` or any object with `run(prompt, opts)`. */
+  client: Client
+  /** The tools the client may call. */
+  toolkit?: Toolkit
+  /** Where Tasks live: "memory" (default), "file:<dir>", or your own TaskStore. */
+  store?: StoreSelector
+  /** Mounts the JSON-RPC route and the agent card under this path, e.g. "/agents/desk". */
+  prefix?: string
+  /** The endpoint URL the agent card advertises; derived from each request's Host when omitted. */
+  url?: string
+  /** Largest accepted request body in bytes (default 1 MiB); larger bodies get HTTP 413. */
+  bodyLimit?: number
+  /** On close, how long running tasks may go on before they are aborted and marked failed (default 10000 ms). */
+  shutdownGraceMs?: number
+  /**
+   * Authentication: `{ tokens: { "<secret>": "<principal>" } }` (sent as `Authorization: Bearer` or
+   * `x-api-key`) and/or `verify(request)` returning a principal. Each principal sees only its own
+   * Tasks. Omitted: no authentication, every peer sees every Task.
+   */
+  auth?: AuthSettings<FastifyRequest>
+  /** Tasks run at once; more wait, still `submitted` (default 32). */
+  maxRunningTasks?: number
+  /** Tasks that may wait for a slot; beyond it a new task is refused (default 1000). */
+  maxQueuedTasks?: number
+  /** Requests per client address per time window on the JSON-RPC route, through @fastify/rate-limit; off when omitted. */
+  rateLimit?: { max: number; timeWindow: number | string }
+  /**
+   * Fail the Tasks left submitted or working by a server that died (default true; needs a store with list):
+   * at start, by pid on this host; on a store with leases, also every leaseTtlMs, by lease.
+   */
+  recoverInterrupted?: boolean
+  /** On a store with leases: how long a server counts as alive after its last renewal (default 15000 ms). */
+  leaseTtlMs?: number
+}
+
+/** The defaults the plugin itself applies; the runner and recovery apply their own to the options they take. */
+export const DEFAULT_BODY_LIMIT = 1024 * 1024
+export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000
+
+/** Throws at registration, naming the option and what it wanted, before anything is opened. */
+export function checkOptions(opts: ToolnexusA2AOptions): void {
+  if (!opts || typeof opts.client?.run !== "function") {
+    throw new TypeError("toolnexus: opts.client should be a client with run(prompt, opts), e.g. createClient({ baseUrl, style, model })")
+  }
+  if (opts.toolkit !== undefined && typeof opts.toolkit?.execute !== "function") {
+    throw new TypeError("toolnexus: opts.toolkit should be a toolkit from createToolkit()")
+  }
+  if (opts.prefix !== undefined && (typeof opts.prefix !== "string" || !/^\/[^?#]*$/.test(opts.prefix))) {
+    throw new TypeError(`toolnexus: opts.prefix should be a path starting with "/", e.g. "/agents/desk"`)
+  }
+  if (opts.bodyLimit !== undefined && !(Number.isInteger(opts.bodyLimit) && opts.bodyLimit > 0)) {
+    throw new TypeError("toolnexus: opts.bodyLimit should be a positive integer number of bytes")
+  }
+  for (const key of ["maxRunningTasks", "maxQueuedTasks", "leaseTtlMs"] as const) {
+    if (opts[key] !== undefined && !(Number.isInteger(opts[key]) && opts[key] > 0)) throw new TypeError(`toolnexus: opts.${key} should be a positive integer`)
+  }
+  if (opts.rateLimit !== undefined && !(Number.isInteger(opts.rateLimit?.max) && opts.rateLimit.max > 0 && opts.rateLimit.timeWindow !== undefined)) {
+    throw new TypeError('toolnexus: opts.rateLimit should be { max: <requests>, timeWindow: <ms or "1 minute"> }')
+  }
+  if (opts.shutdownGraceMs !== undefined && !(Number.isFinite(opts.shutdownGraceMs) && opts.shutdownGraceMs >= 0)) {
+    throw new TypeError("toolnexus: opts.shutdownGraceMs should be a number of milliseconds >= 0")
+  }
+  checkCardOptions(opts)
+}
+
+/** The store opts.store selects, and whether the plugin owns it: one it built from a selector is its to close, a host's object stays the host's. */
+export function openStore(selector: StoreSelector | undefined): { store: TaskStore; ownsStore: boolean } {
+  try {
+    return { store: resolveStore(selector), ownsStore: typeof selector !== "object" }
+  } catch (err) {
+    const message = (err as Error).message
+    if (/Unknown A2A store|names no directory/.test(message)) throw new Error(`toolnexus: opts.store is not a store selector: ${message}`)
+    throw new Error(`toolnexus: opts.store could not be opened: ${message}`)
+  }
+}
