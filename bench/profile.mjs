@@ -94,7 +94,7 @@ export function hotSpotGroups(root) {
   const ours = (relative) => (frame, file) => file === path.join(root, "dist", relative)
   const named = (relative, ...names) => (frame, file) => file === path.join(root, "dist", relative) && names.includes(frame.functionName)
   return [
-    { name: "AbortController, AbortSignal.any, abort() on close and abort listeners (per request: plugins/a2a.ts route, jsonrpc.ts dispatch; per task: runner.ts, client.ts)", match: (_f, file) => /^node:internal\/(abort_controller|event_target|per_context\/domexception)$/.test(file) },
+    { name: "AbortController, AbortSignal.any, abort() on close and abort listeners (per request: plugins/jsonrpc-route.ts, jsonrpc.ts dispatch; per task: runner.ts, client.ts)", match: (_f, file) => /^node:internal\/(abort_controller|event_target|per_context\/domexception)$/.test(file) },
     { name: "InMemoryTaskStore get/getText/save (the copies it makes)", match: named("lib/stores/memory.js", "get", "getText", "save", "list") },
     { name: "rendered GetTask answers (lib/a2a/rendered.ts: lookup, or parse and render on a miss)", match: ours("lib/a2a/rendered.js") },
     { name: "wire conversion to 1.0 (lib/a2a/wire.ts)", match: ours("lib/a2a/wire.js") },
@@ -102,7 +102,7 @@ export function hotSpotGroups(root) {
     { name: "  of which checkDepth", match: named("lib/a2a/params.js", "checkDepth") },
     { name: "response serialization (Fastify serialize → JSON.stringify)", match: (frame, file) => file.endsWith("fastify/lib/reply.js") && frame.functionName === "serialize" },
     { name: "request body parse (secure-json-parse)", match: (_f, file) => file.includes("node_modules/secure-json-parse/") },
-    { name: "logging (pino, the request log line)", match: (frame, file) => file.includes("node_modules/pino/") || (file === path.join(root, "dist/plugins/a2a.js") && frame.functionName === "logLine") },
+    { name: "logging (pino, the request log line)", match: (frame, file) => file.includes("node_modules/pino/") || (file === path.join(root, "dist/plugins/jsonrpc-route.js") && frame.functionName === "logLine") },
     { name: "task runner (lib/a2a/runner.ts: start, fulfil, saves, events)", match: ours("lib/a2a/runner.js") },
     { name: "local client loop (lib/client/client.ts)", match: ours("lib/client/client.js") },
     { name: "socket writes (writev)", match: (frame) => frame.functionName === "writev" && !frame.url },

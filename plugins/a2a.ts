@@ -9,6 +9,8 @@ import { createAgent } from "./lifecycle.js"
 import { checkOptions, DEFAULT_BODY_LIMIT, type ToolnexusA2AOptions } from "./options.js"
 import { registerRateLimit } from "./rate-limit.js"
 
+export type { ToolnexusA2AOptions } from "./options.js"
+
 declare module "fastify" {
   interface FastifyInstance {
     /** The TaskStore the A2A routes read and write. */

@@ -3,8 +3,7 @@ import { pino, type DestinationStream, type Logger as PinoLogger, type LoggerOpt
 import type { Client } from "../lib/client/client.js"
 import { provideToolkitServer } from "../lib/tools/toolkit.js"
 import type { Toolkit } from "../lib/tools/types.js"
-import { toolnexusA2A } from "./a2a.js"
-import type { ToolnexusA2AOptions } from "./options.js"
+import { toolnexusA2A, type ToolnexusA2AOptions } from "./a2a.js"
 
 export interface ServeOptions {
   /** Runs each task's tool-calling loop. */
