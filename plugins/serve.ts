@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from "fastify"
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from "fastify"
 import { pino, type DestinationStream, type Logger as PinoLogger, type LoggerOptions } from "pino"
 import type { Client } from "../lib/client/client.js"
 import { provideToolkitServer } from "../lib/tools/toolkit.js"
@@ -50,7 +50,7 @@ export const REDACTED_PATHS = [
 export async function serve(addr: string, opts: ServeOptions): Promise<ServedAgent> {
   const { host, port } = parseAddress(addr)
   // The plugin logs one line per JSON-RPC call, so Fastify's own request lines would only repeat it.
-  const app: FastifyInstance = Fastify({ ...loggerSetting(opts.logger), logController: new LogController({ disableRequestLogging: true }) })
+  const app: FastifyInstance = Fastify({ ...loggerSetting(opts.logger), ...withoutRequestLogging() })
   try {
     await app.register(toolnexusA2A, { ...opts.a2a, client: opts.client, toolkit: opts.toolkit })
     await app.listen({ host, port })
@@ -64,6 +64,16 @@ export async function serve(addr: string, opts: ServeOptions): Promise<ServedAge
   let stopping: Promise<void> | undefined
   const stop = () => (stopping ??= app.close())
   return { url: `http://${shownHost}:${address.port}`, app, stop, close: stop }
+}
+
+/**
+ * Fastify's per-request lines off, on any Fastify 5 (a peer dependency): through a LogController where
+ * Fastify has one (5.12 on, where the top-level option is deprecated), else the top-level option.
+ * Read from the default export: a named import of an export Fastify lacks fails the whole module.
+ */
+function withoutRequestLogging(): FastifyServerOptions {
+  const { LogController } = Fastify as { LogController?: typeof Fastify.LogController }
+  return LogController ? { logController: new LogController({ disableRequestLogging: true }) } : { disableRequestLogging: true }
 }
 
 /** Splits "host:port" / "[v6]:port" / ":port"; the host defaults to 127.0.0.1. */
