@@ -1,12 +1,11 @@
 #!/usr/bin/env node
-import { clientFor, parseCli, USAGE } from "../lib/cli.js"
+import { clientFor, logDestination, parseCli, USAGE } from "../lib/cli.js"
 import { createToolkit } from "../lib/tools/toolkit.js"
 import { createLogger } from "../plugins/serve.js"
 
-const log = createLogger()
 let config
 try {
-  config = parseCli(process.argv.slice(2), process.env)
+  config = parseCli(process.argv.slice(2), process.env, process.stdout.isTTY === true)
 } catch (err) {
   console.error(`toolnexus: ${(err as Error).message}\n\n${USAGE}`)
   process.exit(2)
@@ -16,6 +15,7 @@ if (config === "help") {
   process.exit(0)
 }
 
+const log = createLogger({}, await logDestination(config.logFormat))
 const toolkit = await createToolkit()
 const client = clientFor(config)
 const agent = await toolkit.serve(`${config.host.includes(":") ? `[${config.host}]` : config.host}:${config.port}`, {

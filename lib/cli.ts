@@ -1,5 +1,9 @@
 import { parseArgs } from "node:util"
+import type { DestinationStream } from "pino"
 import { createClient, createLocalClient, type Client, type ClientOptions } from "./client/client.js"
+
+/** How the command writes its logs: pino-pretty's lines for a person, or pino's JSON lines for a collector. */
+export type LogFormat = "pretty" | "json"
 
 /** What the `toolnexus` command runs with, from flags first, then environment variables, then defaults. */
 export interface CliConfig {
@@ -11,6 +15,7 @@ export interface CliConfig {
   model?: Pick<ClientOptions, "baseUrl" | "style" | "model" | "apiKey">
   /** secret → principal, from TOOLNEXUS_TOKENS; absent means no authentication. */
   tokens?: Record<string, string>
+  logFormat: LogFormat
 }
 
 export const USAGE = `Usage: toolnexus [options]
@@ -19,11 +24,17 @@ Serves an A2A agent over JSON-RPC. Flags win over environment variables.
 
   --host HOST          listen address (TOOLNEXUS_HOST, default 127.0.0.1)
   --port PORT          listen port, 0 for any free one (TOOLNEXUS_PORT, default 4000)
-  --store STORE        "file:<dir>" or "memory" (TOOLNEXUS_STORE, default file:./.toolnexus/tasks)
+  --store STORE        where Tasks are kept (TOOLNEXUS_STORE, default file:./.toolnexus/tasks):
+                         memory                   in this process only
+                         file:<dir>               one JSON file per Task in <dir>
+                         postgres://USER@HOST/DB  PostgreSQL; ?table=NAME (needs the pg package)
+                         nats://HOST:4222         NATS JetStream KV; ?bucket=NAME (needs the nats package)
   --name NAME          agent name on the agent card (TOOLNEXUS_NAME)
   --base-url URL       model endpoint, e.g. https://api.openai.com/v1 (TOOLNEXUS_BASE_URL)
   --style STYLE        "openai" or "anthropic" (TOOLNEXUS_STYLE, default openai)
   --model MODEL        model name (TOOLNEXUS_MODEL)
+  --log-format FORMAT  "pretty" or "json" (TOOLNEXUS_LOG_FORMAT; default pretty on a terminal,
+                       JSON lines otherwise)
   -h, --help           this text
 
 Secrets come from the environment only (never flags, so they stay out of ps):
@@ -32,7 +43,8 @@ Secrets come from the environment only (never flags, so they stay out of ps):
                        set, every request needs Authorization: Bearer <secret> (or x-api-key)
 With no --base-url the server runs an offline echo agent, so a first run needs no key.`
 
-export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliConfig | "help" {
+/** Flags, then environment, then defaults; `stdoutIsTTY` picks the default log format. Throws naming the flag on a bad value. */
+export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = false): CliConfig | "help" {
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -43,6 +55,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliConfig | "h
       "base-url": { type: "string" },
       style: { type: "string" },
       model: { type: "string" },
+      "log-format": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -57,6 +70,8 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliConfig | "h
   const model = values.model ?? env.TOOLNEXUS_MODEL
   if (baseUrl && !model) throw new Error("--base-url is set but no --model: name the model to call (or TOOLNEXUS_MODEL)")
   if (model && !baseUrl) throw new Error("--model is set but no --base-url: say where the model is served (or TOOLNEXUS_BASE_URL)")
+  const logFormat = values["log-format"] ?? env.TOOLNEXUS_LOG_FORMAT ?? (stdoutIsTTY ? "pretty" : "json")
+  if (logFormat !== "pretty" && logFormat !== "json") throw new Error(`--log-format should be "pretty" or "json", got ${JSON.stringify(logFormat)}`)
   return {
     host: values.host ?? env.TOOLNEXUS_HOST ?? "127.0.0.1",
     port,
@@ -64,6 +79,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv): CliConfig | "h
     name: values.name ?? env.TOOLNEXUS_NAME ?? "toolnexus agent",
     ...(baseUrl && model ? { model: { baseUrl, style, model, apiKey: env.TOOLNEXUS_API_KEY } } : {}),
     ...(env.TOOLNEXUS_TOKENS ? { tokens: parseTokens(env.TOOLNEXUS_TOKENS) } : {}),
+    logFormat,
   }
 }
 
@@ -82,4 +98,12 @@ function parseTokens(text: string): Record<string, string> {
 export function clientFor(config: CliConfig): Client {
   if (config.model) return createClient(config.model)
   return createLocalClient(({ messages }) => `echo: ${messages.filter((m) => m.role === "user").at(-1)?.content ?? ""}`, { model: "offline-echo" })
+}
+
+/** Where the command's log lines go: through pino-pretty (loaded only then) for "pretty", else pino's own JSON lines on stdout. */
+export async function logDestination(format: LogFormat): Promise<DestinationStream | undefined> {
+  if (format === "json") return undefined
+  const { default: pinoPretty } = await import("pino-pretty")
+  // Synchronous, so the lines written just before process.exit() are not lost.
+  return pinoPretty({ sync: true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname" })
 }

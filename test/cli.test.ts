@@ -4,14 +4,19 @@ import os from "node:os"
 import path from "node:path"
 import readline from "node:readline"
 import t from "tap"
-import { clientFor, parseCli } from "../lib/cli.js"
+import { clientFor, parseCli, USAGE } from "../lib/cli.js"
+import { FileTaskStore } from "../lib/stores/file.js"
+import { InMemoryTaskStore } from "../lib/stores/memory.js"
+import { NatsTaskStore } from "../lib/stores/nats.js"
+import { PostgresTaskStore } from "../lib/stores/postgres.js"
+import { resolveStore } from "../lib/stores/resolve.js"
 
 const root = path.resolve(import.meta.dirname, "..")
 const bin = path.join(root, "dist", "bin", "toolnexus.js")
 
 t.test("parseCli: defaults, env and flags", async (t) => {
-  t.same(parseCli([], {}), { host: "127.0.0.1", port: 4000, store: "file:./.toolnexus/tasks", name: "toolnexus agent" })
-  t.same(parseCli(["--port", "0", "--store", "memory", "--host", "::1"], { TOOLNEXUS_PORT: "9" }), { host: "::1", port: 0, store: "memory", name: "toolnexus agent" })
+  t.same(parseCli([], {}), { host: "127.0.0.1", port: 4000, store: "file:./.toolnexus/tasks", name: "toolnexus agent", logFormat: "json" })
+  t.same(parseCli(["--port", "0", "--store", "memory", "--host", "::1"], { TOOLNEXUS_PORT: "9" }), { host: "::1", port: 0, store: "memory", name: "toolnexus agent", logFormat: "json" })
   const withModel = parseCli(["--model", "gpt-x"], { TOOLNEXUS_BASE_URL: "http://127.0.0.1:1/v1", TOOLNEXUS_STYLE: "anthropic", TOOLNEXUS_API_KEY: "k" })
   t.same(withModel !== "help" && withModel.model, { baseUrl: "http://127.0.0.1:1/v1", style: "anthropic", model: "gpt-x", apiKey: "k" })
   t.equal(parseCli(["-h"], {}), "help")
@@ -26,11 +31,62 @@ t.test("parseCli: defaults, env and flags", async (t) => {
   t.throws(() => parseCli(["--api-key", "x"], {}), /Unknown option/)
 })
 
+t.test("parseCli: the log format is pretty on a terminal and JSON lines otherwise, unless a flag or TOOLNEXUS_LOG_FORMAT says", async (t) => {
+  const format = (argv: string[], env: NodeJS.ProcessEnv, tty: boolean) => {
+    const config = parseCli(argv, env, tty)
+    return config === "help" ? config : config.logFormat
+  }
+  t.equal(format([], {}, false), "json", "not a terminal: JSON lines")
+  t.equal(format([], {}, true), "pretty", "a terminal: pretty")
+  t.equal(format(["--log-format", "json"], {}, true), "json", "the flag turns pretty off on a terminal")
+  t.equal(format(["--log-format", "pretty"], {}, false), "pretty", "and pretty on elsewhere")
+  t.equal(format([], { TOOLNEXUS_LOG_FORMAT: "json" }, true), "json", "so does the environment variable")
+  t.equal(format(["--log-format", "pretty"], { TOOLNEXUS_LOG_FORMAT: "json" }, false), "pretty", "the flag wins over the environment")
+  t.throws(() => parseCli(["--log-format", "yaml"], {}), /--log-format should be "pretty" or "json", got "yaml"/)
+  t.throws(() => parseCli([], { TOOLNEXUS_LOG_FORMAT: "text" }), /--log-format should be "pretty" or "json", got "text"/)
+})
+
+t.test("--help lists every store selector resolveStore accepts, and each example it shows opens that store", async (t) => {
+  const help = await new Promise<string>((resolve, reject) => {
+    const child = spawn(process.execPath, [bin, "--help"], { cwd: root })
+    let out = ""
+    child.stdout.on("data", (chunk) => (out += chunk))
+    child.once("error", reject)
+    child.once("exit", (code) => (code === 0 ? resolve(out) : reject(new Error(`--help exited with ${code}`))))
+  })
+  t.equal(help.trim(), USAGE)
+  // The resolver names the forms it accepts in its refusal: each string form is in the help.
+  const refusal = (() => {
+    try {
+      resolveStore("no-such-store")
+    } catch (err) {
+      return (err as Error).message
+    }
+    return ""
+  })()
+  const forms = [...refusal.matchAll(/"([^"]+)"/g)].map((m) => m[1].replace(/…$/, "")).filter((form) => form !== "no-such-store")
+  t.same(forms, ["memory", "file:<dir>", "postgres://", "nats://"], "the forms the resolver names")
+  for (const form of forms) t.ok(help.includes(form), `--help names ${form}`)
+
+  // The example under --store, with placeholders filled in, resolves to its store (the network ones connect on first use only).
+  const examples = [...help.matchAll(/^ {25}(\S+)/gm)].map((m) => m[1])
+  t.same(examples, ["memory", "file:<dir>", "postgres://USER@HOST/DB", "nats://HOST:4222"])
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tn-cli-help-"))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const classes = [InMemoryTaskStore, FileTaskStore, PostgresTaskStore, NatsTaskStore]
+  for (const [i, example] of examples.entries()) {
+    const selector = example.replace("<dir>", dir).replace("USER@HOST/DB", "user@127.0.0.1/db").replace("HOST", "127.0.0.1")
+    const store = resolveStore(selector)
+    t.type(store, classes[i], `${example} opens a ${classes[i].name}`)
+    await store.close?.()
+  }
+})
+
 t.test("clientFor: the offline echo agent, or the configured model", async (t) => {
-  const echo = clientFor({ host: "", port: 0, store: "memory", name: "x" })
+  const echo = clientFor({ host: "", port: 0, store: "memory", name: "x", logFormat: "json" })
   t.equal(echo.model, "offline-echo")
   t.equal((await echo.run("hello")).text, "echo: hello")
-  const real = clientFor({ host: "", port: 0, store: "memory", name: "x", model: { baseUrl: "http://127.0.0.1:1", style: "openai", model: "m" } })
+  const real = clientFor({ host: "", port: 0, store: "memory", name: "x", logFormat: "json", model: { baseUrl: "http://127.0.0.1:1", style: "openai", model: "m" } })
   t.equal(real.model, "m")
 })
 
@@ -93,4 +149,56 @@ t.test("the toolnexus command asks for credentials when TOOLNEXUS_TOKENS is set"
   const allowed = await get({ authorization: `Bearer ${secret}` })
   t.equal(allowed.status, 200)
   t.equal(((await allowed.json()) as { error: { code: number } }).error.code, -32001)
+})
+
+/** The command's stdout, line by line, without colour codes. */
+function stdoutLines(child: ReturnType<typeof spawn>, onLine: (line: string) => void): void {
+  readline.createInterface({ input: child.stdout! }).on("line", (line) => onLine(line.replace(/\x1b\[[0-9;]*m/g, "")))
+}
+
+t.test("--log-format json writes pino JSON lines, even with TOOLNEXUS_LOG_FORMAT=pretty", async (t) => {
+  const child = spawn(process.execPath, [bin, "--port", "0", "--store", "memory", "--log-format", "json"], { cwd: root, env: { ...process.env, TOOLNEXUS_LOG_FORMAT: "pretty" } })
+  t.teardown(() => child.kill("SIGKILL"))
+  const lines: string[] = []
+  const listening = new Promise<void>((resolve, reject) => {
+    stdoutLines(child, (line) => {
+      lines.push(line)
+      if (line.includes("toolnexus agent listening")) resolve()
+    })
+    child.once("exit", (code) => reject(new Error(`exited early with ${code}`)))
+  })
+  await listening
+  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve))
+  child.kill("SIGTERM")
+  t.equal(await exited, 0)
+  t.ok(lines.length >= 3, "listening, the echo-agent warning and the stop line")
+  for (const line of lines) {
+    const entry = JSON.parse(line)
+    t.match(entry, { level: Number, time: Number, pid: Number, msg: String }, `a pino JSON line: ${line.slice(0, 80)}`)
+  }
+  t.ok(lines.some((line) => JSON.parse(line).msg === "stopping: letting running tasks finish"), "the line written just before exit is there")
+})
+
+t.test("--log-format pretty writes pino-pretty lines, even when stdout is not a terminal", async (t) => {
+  const child = spawn(process.execPath, [bin, "--port", "0", "--store", "memory", "--log-format", "pretty"], { cwd: root })
+  t.teardown(() => child.kill("SIGKILL"))
+  const lines: string[] = []
+  const url = new Promise<string>((resolve, reject) => {
+    let afterListening = false
+    stdoutLines(child, (line) => {
+      lines.push(line)
+      if (line.startsWith("{")) reject(new Error(`a JSON line where a pretty one was wanted: ${line.slice(0, 80)}`))
+      if (/^\[[\d:.]+\] INFO: toolnexus agent listening$/.test(line)) afterListening = true
+      const field = afterListening && /^ {4}url: "(http:\/\/[^"]+)"$/.exec(line)
+      if (field) resolve(field[1])
+    })
+    child.once("exit", (code) => reject(new Error(`exited early with ${code}`)))
+  })
+  const card = (await (await fetch(`${await url}/.well-known/agent-card.json`)).json()) as { name: string }
+  t.equal(card.name, "toolnexus agent", "the url in the pretty line is where the agent answers")
+  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve))
+  child.kill("SIGTERM")
+  t.equal(await exited, 0)
+  t.ok(lines.some((line) => /^\[[\d:.]+\] INFO: stopping: letting running tasks finish$/.test(line)), "the line written just before exit is there, pretty")
+  for (const line of lines) t.throws(() => JSON.parse(line), `not a JSON line: ${line.slice(0, 80)}`)
 })
