@@ -5,7 +5,7 @@ import { errorFields } from "../lib/log.js"
 import { sendRefusal } from "./http-errors.js"
 
 /** The JSON-RPC route's onRequest hook and what it found: a request without a principal is refused with 401. */
-export interface Authentication {
+interface Authentication {
   /** Whether a token table is configured: only that is advertised on the agent card, a host's verify() may check anything. */
   usesTokens: boolean
   onRequest(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined>

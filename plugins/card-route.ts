@@ -5,7 +5,7 @@ import { answerVersion } from "../lib/a2a/wire.js"
 
 export const CARD_PATH = "/.well-known/agent-card.json"
 
-export interface CardRouteOptions {
+interface CardRouteOptions {
   card: CardOptions
   /** The endpoint URL to advertise; derived from each request's protocol, Host and the routes' prefix when absent. */
   url?: string

@@ -5,7 +5,7 @@ import { writeEvents } from "./sse.js"
 /** Content types the JSON-RPC route parses as JSON. */
 export const JSON_TYPES = ["application/json", "application/json-rpc", "application/a2a+json"]
 
-export interface JsonRpcRouteOptions {
+interface JsonRpcRouteOptions {
   dispatcher: JsonRpcDispatcher
   /** Aborts when the server is closing: open streams end. */
   closing: AbortSignal

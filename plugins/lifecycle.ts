@@ -8,7 +8,7 @@ import type { TaskStore } from "../lib/stores/task-store.js"
 import { DEFAULT_SHUTDOWN_GRACE_MS, openStore, type ToolnexusA2AOptions } from "./options.js"
 
 /** The agent's moving parts for one registration, and the three hooks that start and stop them in order. */
-export interface Agent {
+interface Agent {
   store: TaskStore
   dispatcher: JsonRpcDispatcher
   /** Aborts once running tasks have had their grace on close, so streams still open end too. */
