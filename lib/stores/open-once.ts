@@ -11,7 +11,7 @@ export class OpenOnce<T> {
 
   constructor(
     private readonly open: () => Promise<T>,
-    private readonly closedError: () => Error,
+    private readonly closedError: () => Error = () => new Error("closed"),
   ) {}
 
   /** What is open, opening it when nothing is (or the last attempt failed). */
