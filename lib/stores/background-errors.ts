@@ -20,20 +20,20 @@ export interface TaskStoreOptions {
   /**
    * Told of failures no caller sees: an unreadable Task left out of a
    * listing, a change feed that dropped, a watcher that threw, an idle
-   * connection that failed. Default: `reportAsWarning`, a process warning
-   * (code TOOLNEXUS_STORE_ERROR), which Node prints to stderr.
+   * connection that failed. Default: a process warning (type
+   * TaskStoreWarning, code TOOLNEXUS_STORE_ERROR), which Node prints to stderr.
    */
   onError?: StoreErrorHandler
 }
 
 /** A store's background failure as a line. */
-export function describeStoreError(err: Error, context: StoreErrorContext): string {
+function describeStoreError(err: Error, context: StoreErrorContext): string {
   const task = context.taskId === undefined ? "" : ` (task ${JSON.stringify(context.taskId.length > 128 ? context.taskId.slice(0, 128) + "…" : context.taskId)})`
   return `${context.store} ${context.operation}${task}: ${err.message}`
 }
 
 /** The default `onError`: a process warning, so a failure nobody asked to hear of still shows. */
-export const reportAsWarning: StoreErrorHandler = (err, context) => {
+const reportAsWarning: StoreErrorHandler = (err, context) => {
   process.emitWarning(describeStoreError(err, context), { type: "TaskStoreWarning", code: "TOOLNEXUS_STORE_ERROR" })
 }
 

@@ -31,7 +31,7 @@ export interface TaskPage {
   pageSize: number
 }
 
-export const DEFAULT_PAGE_SIZE = 50
+const DEFAULT_PAGE_SIZE = 50
 
 /**
  * The fields of a Task that list() filters and orders by, and nothing
@@ -62,10 +62,6 @@ export class InvalidPageTokenError extends Error {
     super("pageToken is not a token from an earlier ListTasks page")
     this.name = "InvalidPageTokenError"
   }
-}
-
-export function encodePageToken(task: A2ATask): string {
-  return encodeCursor(task.status.timestamp ?? "", task.id)
 }
 
 /** The page token of a page ending at the Task with this status timestamp ("" when none) and id. */

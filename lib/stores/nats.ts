@@ -26,7 +26,7 @@ export interface NatsTaskStoreOptions extends TaskStoreOptions {
  * checks that nats itself fits these.
  */
 
-export interface NatsKvEntry {
+interface NatsKvEntry {
   key: string
   operation: "PUT" | "DEL" | "PURGE"
   revision: number
@@ -36,11 +36,11 @@ export interface NatsKvEntry {
 }
 
 /** Entries as a watch delivers them, until stopped. */
-export interface NatsKvWatch extends AsyncIterable<NatsKvEntry> {
+interface NatsKvWatch extends AsyncIterable<NatsKvEntry> {
   stop(): void
 }
 
-export interface NatsKv {
+interface NatsKv {
   get(key: string, opts?: { revision: number }): Promise<NatsKvEntry | null>
   put(key: string, value: Uint8Array, opts?: { previousSeq: number }): Promise<number>
   delete(key: string): Promise<void>
@@ -48,7 +48,7 @@ export interface NatsKv {
   watch(opts?: { include?: string; headers_only?: boolean; initializedFn?: () => void }): Promise<NatsKvWatch>
 }
 
-export interface NatsConnection {
+interface NatsConnection {
   jetstream(): { views: { kv(name: string, opts: { history: number; ttl?: number }): Promise<NatsKv> } }
   /** Settles when the connection closes for good, with the error that closed it, if any. */
   closed(): Promise<void | Error>

@@ -29,26 +29,26 @@ export interface PostgresTaskStoreOptions extends TaskStoreOptions {
  * that pg itself fits these.
  */
 
-export interface PgQueryResult<Row> {
+interface PgQueryResult<Row> {
   rows: Row[]
   rowCount: number | null
 }
 
-export interface PgQueryable {
+interface PgQueryable {
   query<Row = Record<string, unknown>>(text: string, values?: unknown[]): Promise<PgQueryResult<Row>>
 }
 
-export interface PgPool extends PgQueryable {
+interface PgPool extends PgQueryable {
   on(event: "error", listener: (err: Error) => void): unknown
   end(): Promise<void>
 }
 
-export interface PgNotification {
+interface PgNotification {
   channel: string
   payload?: string
 }
 
-export interface PgClient extends PgQueryable {
+interface PgClient extends PgQueryable {
   connect(): Promise<unknown>
   end(): Promise<void>
   on(event: "notification", listener: (message: PgNotification) => void): unknown
@@ -57,7 +57,7 @@ export interface PgClient extends PgQueryable {
 }
 
 /** What the store passes to `new Pool()` and `new Client()`. */
-export interface PgConnectionConfig {
+interface PgConnectionConfig {
   connectionString: string
   connectionTimeoutMillis: number
   application_name: string

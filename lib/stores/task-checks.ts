@@ -42,7 +42,7 @@ export function storedTask(value: unknown, store: string, where: string): A2ATas
 }
 
 /** An object with a string id and a string status.state: enough to list and order it. */
-export function isTaskShaped(value: unknown): value is A2ATask {
+function isTaskShaped(value: unknown): value is A2ATask {
   return (
     value !== null &&
     typeof value === "object" &&
