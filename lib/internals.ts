@@ -75,6 +75,27 @@ export function publicMetadata(task: A2ATask): JsonObject | undefined {
 }
 
 /**
+ * A Task's owner, for store queries (TaskQuery.owners): the principal that
+ * created it, or `null` when it was created without authentication. The
+ * one place that knows where the owner is kept. `false` when that field
+ * holds something other than a name (not written by this server): such a
+ * Task matches no owner a query names, so no principal sees it.
+ */
+export function ownerOf(task: A2ATask): string | null | false {
+  const owner: unknown = internalsOf(task).principal
+  return owner === undefined ? null : typeof owner === "string" ? owner : false
+}
+
+/**
+ * The owners whose Tasks `principal` may list, as a store query's `owners`:
+ * its own and those created without authentication; everyone's (no owner
+ * filter) when the server has no authentication. The rule of isVisibleTo.
+ */
+export function ownersVisibleTo(principal: string | undefined): Array<string | null> | undefined {
+  return principal === undefined ? undefined : [principal, null]
+}
+
+/**
  * Who may see a Task: with authentication, the principal that created it
  * (and anyone, for Tasks created without authentication); without
  * authentication (`principal` undefined), everyone.

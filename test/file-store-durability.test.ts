@@ -40,6 +40,10 @@ function recordingFs(dir: string, calls: string[], hook: Hook = () => {}): FileS
     await hook(op, file)
   }
   return {
+    mkdir: async (file, options) => {
+      await step("mkdir", file)
+      return fsp.mkdir(file, options)
+    },
     async open(file, flags) {
       await step("open", file, ` ${flags}`)
       const handle = await fsp.open(file, flags)
@@ -273,15 +277,42 @@ t.test("saves and deletes of one id take effect in call order", async (t) => {
 
 t.test("options.fs must be a FileSystem", async (t) => {
   const dir = tmpDir(t)
-  t.throws(() => new FileTaskStore(dir, { fs: { open: async () => ({}) } as never }), /options\.fs should be an object with open, rename, rm, readFile, readdir, stat methods/)
+  t.throws(() => new FileTaskStore(dir, { fs: { open: async () => ({}) } as never }), /options\.fs should be an object with mkdir, open, rename, rm, readFile, readdir, stat methods/)
   t.type(new FileTaskStore(dir, {}), FileTaskStore, "an empty options object is fine")
   t.type(new FileTaskStore(dir, { fs: fsp }), FileTaskStore, "node:fs/promises is a FileSystem")
+})
+
+t.test("the directory is created through the injected fs layer, and a failed attempt is tried again by the next call", async (t) => {
+  const root = tmpDir(t)
+  const dir = path.join(root, "nested", "tasks")
+  const calls: string[] = []
+  let refuse = true
+  const store = new FileTaskStore(dir, {
+    fs: recordingFs(dir, calls, (op) => {
+      if (op === "mkdir" && refuse) throw simulated("EACCES")
+    }),
+  })
+  await t.rejects(store.open(), /FileTaskStore could not create its directory .*nested\/tasks: EACCES: simulated failure/)
+  await t.rejects(store.save(task("m-1")), /could not create its directory/, "a save waits for the directory and reports why it cannot be used")
+  t.notOk(fs.existsSync(dir), "nothing created around the layer")
+  t.same([...new Set(calls)], ["mkdir ."], "only mkdir was tried: nothing is written before the directory exists")
+
+  refuse = false
+  calls.length = 0
+  await store.save(task("m-1"))
+  t.same(calls.slice(0, 2), ["mkdir .", "readdir ."], "the next call creates the directory, then sweeps it")
+  t.ok(fs.statSync(dir).isDirectory())
+  t.equal((await store.get("m-1"))?.id, "m-1")
+  calls.length = 0
+  await store.save(task("m-2"))
+  t.notOk(calls.includes("mkdir ."), "once open, the directory is not created again")
 })
 
 t.test("kill -9 during concurrent saves loses no acknowledged save and leaves no torn file", async (t) => {
   // The writer runs compiled, as a user runs the store (npm test builds first).
   const compiled = path.join(root, "dist", "lib", "stores", "file.js")
-  const sources = ["file.ts", "file-names.ts"].map((name) => path.join(root, "lib", "stores", name))
+  const storeSources = path.join(root, "lib", "stores")
+  const sources = fs.readdirSync(storeSources).map((name) => path.join(storeSources, name))
   if (!fs.existsSync(compiled) || sources.some((source) => fs.statSync(source).mtimeMs > fs.statSync(compiled).mtimeMs)) {
     t.fail(`${compiled} is missing or older than lib/stores: run npm run build first`)
     return

@@ -2,7 +2,8 @@ import { randomUUID } from "node:crypto"
 import { inspect } from "node:util"
 import { connect, type KV, type NatsConnection } from "nats"
 import t, { type Test } from "tap"
-import { idFromNatsKey, loadNatsDriver, natsKey, NatsTaskStore } from "../lib/stores/nats.js"
+import type { StoreErrorContext, TaskStoreOptions } from "../lib/stores/background-errors.js"
+import { idFromNatsKey, natsKey, NatsTaskStore } from "../lib/stores/nats.js"
 import { TaskConflictError } from "../lib/stores/task-store.js"
 import type { A2ATask } from "../lib/types.js"
 import { waitFor } from "./helpers.js"
@@ -35,9 +36,9 @@ async function rawBucket(t: Test, bucket: string): Promise<KV> {
  * `count` stores, each with its own connection, on one pair of new buckets;
  * when the test ends they are closed and the buckets' streams deleted.
  */
-async function storesOnNewBuckets(t: Test, count: number, url = NATS_URL): Promise<NatsTaskStore[]> {
+async function storesOnNewBuckets(t: Test, count: number, url = NATS_URL, options: TaskStoreOptions = {}): Promise<NatsTaskStore[]> {
   const suffix = randomUUID().replaceAll("-", "")
-  const opts = { bucket: `tn_test_${suffix}`, leaseBucket: `tn_test_leases_${suffix}` }
+  const opts = { bucket: `tn_test_${suffix}`, leaseBucket: `tn_test_leases_${suffix}`, ...options }
   const stores = Array.from({ length: count }, () => new NatsTaskStore(url, opts))
   t.teardown(async () => {
     await Promise.all(stores.map((store) => store.close()))
@@ -56,7 +57,13 @@ async function watchIds(store: NatsTaskStore) {
   return { seen, unwatch, until: (id: string) => waitFor(() => seen.includes(id), 15_000, `a watch notification for ${JSON.stringify(id)}`) }
 }
 
-storeContract("NatsTaskStore", async (t) => (await storesOnNewBuckets(t, 1))[0])
+storeContract("NatsTaskStore", {
+  make: async (t, options) => (await storesOnNewBuckets(t, 1, NATS_URL, options))[0],
+  corrupt: async (t, store, id) => {
+    await (await rawBucket(t, (store as NatsTaskStore).bucket)).put(natsKey(id), '{"id":')
+  },
+  watches: true,
+})
 
 t.test("NatsTaskStore keys: plain ids as they are, others reversibly encoded, very long ones hashed", async (t) => {
   const [store] = await storesOnNewBuckets(t, 1)
@@ -91,17 +98,20 @@ t.test("NatsTaskStore keys: plain ids as they are, others reversibly encoded, ve
 })
 
 t.test("NatsTaskStore reports an entry that is corrupt or holds another task as an error", async (t) => {
-  const [store] = await storesOnNewBuckets(t, 1)
+  const reported: Array<{ err: Error; context: StoreErrorContext }> = []
+  const [store] = await storesOnNewBuckets(t, 1, NATS_URL, { onError: (err, context) => reported.push({ err, context }) })
   await store.save(task("fine"))
   const kv = await rawBucket(t, store.bucket)
   await kv.put("other", JSON.stringify(task("someone-else")))
-  await t.rejects(store.get("other"), /key "other" that holds task "someone-else", not "other"/)
-  await t.rejects(store.list({}), /key "other" that holds task "someone-else", not "other"/, "list checks each entry's key too")
+  await t.rejects(store.get("other"), /KV entry in bucket "tn_test_\w+" at key "other" that holds task "someone-else", not "other"/)
+  t.same((await store.list({})).tasks.map((each) => each.id), ["fine"], "list checks each entry's key too, and leaves a wrong one out")
+  t.match(reported, [{ err: { message: /holds task "someone-else", not "other"/ }, context: { store: "NatsTaskStore", operation: "list", taskId: "other" } }])
   await kv.delete("other")
   await kv.put("broken", '{"id":"broken","status":')
-  await t.rejects(store.get("broken"), /corrupt entry in bucket "tn_test_\w+" at key "broken"/)
-  await t.rejects(store.list({}), /corrupt entry/, "list does not skip it either")
-  await t.rejects(store.save(task("broken", "working")), /corrupt entry/, "a save cannot tell whether it may replace it")
+  await t.rejects(store.get("broken"), /corrupt KV entry in bucket "tn_test_\w+" at key "broken"/)
+  t.same((await store.list({})).tasks.map((each) => each.id), ["fine"], "list leaves a corrupt one out")
+  t.match(reported[1], { err: { message: /corrupt KV entry/ }, context: { operation: "list", taskId: "broken" } }, "and reports it")
+  await t.rejects(store.save(task("broken", "working")), /corrupt KV entry/, "a save cannot tell whether it may replace it")
 })
 
 t.test("NatsTaskStore refuses to replace a terminal task", async (t) => {
@@ -187,7 +197,8 @@ t.test("NatsTaskStore.watch reports other servers' saves and deletes until unwat
 })
 
 t.test("NatsTaskStore.watch reports only changes made after it started, and survives a throwing listener", async (t) => {
-  const [a, b] = await storesOnNewBuckets(t, 2)
+  const reported: StoreErrorContext[] = []
+  const [a, b] = await storesOnNewBuckets(t, 2, NATS_URL, { onError: (_err, context) => reported.push(context) })
   await b.save(task("old"))
   const seen: string[] = []
   const unwatch = await a.watch((id) => {
@@ -198,6 +209,11 @@ t.test("NatsTaskStore.watch reports only changes made after it started, and surv
   await b.save(task("new-2"))
   await waitFor(() => seen.includes("new-2"), 15_000, "the second change")
   t.same(seen, ["new-1", "new-2"], "no history, and the first throw did not stop the watch")
+  await waitFor(() => reported.length === 2, 5000, "both throws reported")
+  t.same(reported, [
+    { store: "NatsTaskStore", operation: "watch", taskId: "new-1" },
+    { store: "NatsTaskStore", operation: "watch", taskId: "new-2" },
+  ])
   await unwatch()
 })
 
@@ -224,24 +240,24 @@ t.test("NatsTaskStore.leases", async (t) => {
 })
 
 t.test("NatsTaskStore loads the nats driver on first use, and says what to install when it is missing", async (t) => {
-  t.equal(typeof (await loadNatsDriver()).connect, "function")
-  await t.rejects(loadNatsDriver("toolnexus-no-such-driver"), {
-    message: 'NatsTaskStore needs the "toolnexus-no-such-driver" package: npm install toolnexus-no-such-driver',
-  })
-
-  class StoreWithoutDriver extends NatsTaskStore {
-    protected override loadDriver() {
-      return loadNatsDriver("toolnexus-no-such-driver")
-    }
-  }
-  const store = new StoreWithoutDriver(NATS_URL, { bucket: "tn_never_created" })
-  await t.rejects(store.get("x"), /needs the "toolnexus-no-such-driver" package: npm install toolnexus-no-such-driver/)
-  await t.rejects(store.save(task("x")), /needs the "toolnexus-no-such-driver" package/, "every call says so, none hangs")
+  const message = 'NatsTaskStore needs the "toolnexus-no-such-driver" package: npm install toolnexus-no-such-driver'
+  const store = new NatsTaskStore(NATS_URL, { bucket: "tn_never_created", driverModule: "toolnexus-no-such-driver" })
+  await t.rejects(store.open(), { message })
+  await t.rejects(store.get("x"), { message })
+  await t.rejects(store.save(task("x")), { message }, "every call says so, none hangs")
+  await t.rejects(store.watch(() => {}), { message })
+  await t.rejects(store.leases.isAlive("x"), { message })
   await store.close()
+
+  const wrong = new NatsTaskStore(NATS_URL, { bucket: "tn_never_created", driverModule: "node:path" })
+  await t.rejects(wrong.get("x"), /NatsTaskStore: the "node:path" package has no connect\(\) and KvWatchInclude; it should be nats@2 or work like it/)
+  await wrong.close()
+  t.throws(() => new NatsTaskStore(NATS_URL, { driverModule: "" }), /opts\.driverModule should be a package name/)
 })
 
 t.test("NatsTaskStore reports an unreachable server, and tries again on the next call", async (t) => {
   const store = new NatsTaskStore("nats://127.0.0.1:1")
+  await t.rejects(store.open(), /NatsTaskStore could not connect to nats:\/\/127\.0\.0\.1:1/)
   await t.rejects(store.get("x"), /NatsTaskStore could not connect to nats:\/\/127\.0\.0\.1:1/)
   await t.rejects(store.get("x"), /could not connect/)
   await store.close()

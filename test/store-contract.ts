@@ -1,17 +1,46 @@
 import t, { type Test } from "tap"
+import { withInternals } from "../lib/internals.js"
+import type { StoreErrorContext, TaskStoreOptions } from "../lib/stores/background-errors.js"
 import { InvalidPageTokenError } from "../lib/stores/list.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import type { A2ATask } from "../lib/types.js"
-import { sampleTask } from "./helpers.js"
+import { sampleTask, waitFor } from "./helpers.js"
 
 /**
  * The TaskStore contract, one suite for every store: each backend's test
- * file calls storeContract() with a factory that gives a fresh, empty store
- * (and registers its own teardown on `t`).
+ * file calls storeContract() with a harness for its store.
  */
+export interface StoreHarness {
+  /** A fresh, empty store built with `options`; registers its own teardown on `t`. */
+  make(t: Test, options?: TaskStoreOptions): Promise<TaskStore>
+  /**
+   * For stores whose medium can hold what is not a Task (a file, a KV entry,
+   * a row): replaces what is stored for Task `id` with text that is not JSON.
+   */
+  corrupt?(t: Test, store: TaskStore, id: string): Promise<void>
+  /** True for stores with `watch`: it runs in the background, so its failures go to onError. */
+  watches?: boolean
+}
+
+/** A store's factory, for the parts of the contract that need no options. */
 export type StoreFactory = (t: Test) => Promise<TaskStore>
 
 const task = sampleTask
+
+/** What a store told its onError, in order. */
+function errorLog() {
+  const seen: Array<{ err: Error; context: StoreErrorContext }> = []
+  return { seen, onError: (err: Error, context: StoreErrorContext) => void seen.push({ err, context }) }
+}
+
+/** The process warnings emitted while the test runs. */
+function warningsDuring(t: Test): Array<Error & { code?: string }> {
+  const warnings: Array<Error & { code?: string }> = []
+  const listener = (warning: Error) => warnings.push(warning)
+  process.on("warning", listener)
+  t.teardown(() => void process.off("warning", listener))
+  return warnings
+}
 
 /** The behaviour every store shares, run against each. */
 const contract = (name: string, make: StoreFactory) =>
@@ -109,8 +138,143 @@ const listContract = (name: string, make: StoreFactory) =>
 
 
 
+/** What is checked, and how it is refused, the same in every store. */
+const checksContract = (name: string, harness: StoreHarness) =>
+  t.test(`${name}: bad calls are refused alike, naming what was wanted`, async (t) => {
+    await t.rejects(Promise.resolve().then(() => harness.make(t, { onError: "log" as never })), /opts\.onError should be a function/, "a bad onError, at construction")
+    const store = await harness.make(t)
+    await t.rejects(store.save(null as never), { name: "TypeError", message: /save needs a Task object, got null/ })
+    await t.rejects(store.save(task("")), { name: "TypeError", message: /A Task id must be a non-empty string, got ""/ })
+    await t.rejects(store.save({ ...task("x"), id: 5 } as never), /A Task id must be a non-empty string, got number/)
+    await t.rejects(store.save({ id: "no-status" } as never), /save needs a Task with a status\.state string/)
+    await t.rejects(store.get(""), /A Task id must be a non-empty string/)
+    await t.rejects(store.get(undefined as never), /A Task id must be a non-empty string, got undefined/)
+    if (store.getText) await t.rejects(store.getText(""), /A Task id must be a non-empty string/)
+    if (store.delete) await t.rejects(store.delete(""), /A Task id must be a non-empty string/)
+    if (store.list) {
+      await t.rejects(store.list({ pageSize: 0 }), /query\.pageSize should be a positive integer, got 0/)
+      await t.rejects(store.list({ pageSize: 2.5 }), /query\.pageSize should be a positive integer/)
+      await t.rejects(store.list({ owners: "alice" as never }), /query\.owners should be an array of principal names/)
+      await t.rejects(store.list({ owners: [7] as never }), /query\.owners should be an array/)
+    }
+    t.equal(await store.get("no-status"), undefined, "nothing refused was stored")
+  })
+
+/** Per-id ordering: what the runner relies on when it saves a Task's states back to back. */
+const orderContract = (name: string, make: StoreFactory) =>
+  t.test(`${name}: saves and deletes of one id take effect in call order`, async (t) => {
+    const store = await make(t)
+    const states = ["submitted", "working", "input-required", "working", "completed"] as const
+    await Promise.all(states.map((state, i) => store.save(task("order", state, { metadata: { i } }))))
+    t.same((await store.get("order"))?.metadata, { i: states.length - 1 }, "the last save called wins")
+    if (!store.delete) return
+    await Promise.all([store.save(task("sd")), store.delete("sd")])
+    t.equal(await store.get("sd"), undefined, "a delete called after a save removes what it saved")
+    await Promise.all([store.delete("sd"), store.save(task("sd", "working", { metadata: { back: true } }))])
+    t.same((await store.get("sd"))?.metadata, { back: true }, "a save called after a delete stays")
+  })
+
+/** TaskQuery.owners: the server asks for a principal's Tasks by name, and for the unowned ones with null. */
+const ownerContract = (name: string, make: StoreFactory) =>
+  t.test(`${name}: list() by owner`, async (t) => {
+    const store = await make(t)
+    const at = (i: number) => new Date(Date.UTC(2026, 1, 1, 0, 0, i)).toISOString()
+    const owned = (id: string, i: number, owner?: unknown) => {
+      const plain: A2ATask = { id, contextId: "ctx-o", kind: "task", status: { state: "completed", timestamp: at(i) } }
+      return owner === undefined ? plain : withInternals(plain, { principal: owner as string })
+    }
+    await store.save(owned("o-alice-1", 1, "alice"))
+    await store.save(owned("o-bob", 2, "bob"))
+    await store.save(owned("o-none", 3))
+    await store.save(owned("o-alice-2", 4, "alice"))
+    // An owner field that is not a name (not written by the server): no owner query matches it.
+    await store.save(owned("o-odd", 5, 5))
+    const ids = async (owners?: Array<string | null>, pageSize?: number) => {
+      const page = await store.list!({ owners, pageSize })
+      return { ids: page.tasks.map((each) => each.id), total: page.totalSize }
+    }
+    t.same(await ids(), { ids: ["o-odd", "o-alice-2", "o-none", "o-bob", "o-alice-1"], total: 5 }, "no owners: every Task")
+    t.same(await ids(["alice"]), { ids: ["o-alice-2", "o-alice-1"], total: 2 }, "one principal's own")
+    t.same(await ids(["alice", null]), { ids: ["o-alice-2", "o-none", "o-alice-1"], total: 3 }, "its own and the unowned: what ListTasks asks for")
+    t.same(await ids([null]), { ids: ["o-none"], total: 1 }, "null: only Tasks without an owner")
+    t.same(await ids(["alice", "bob"]), { ids: ["o-alice-2", "o-bob", "o-alice-1"], total: 3 }, "several principals")
+    t.same(await ids(["mallory"]), { ids: [], total: 0 }, "a principal with no Tasks sees none, nor counts any")
+    t.same(await ids([]), { ids: [], total: 0 }, "an empty list matches nothing")
+    t.same(await ids(["5"]), { ids: [], total: 0 }, "an owner that is not a name is not its string form")
+
+    const paged: string[] = []
+    let pageToken: string | undefined
+    do {
+      const page = await store.list!({ owners: ["alice", null], pageSize: 1, pageToken })
+      t.equal(page.totalSize, 3, "every page counts the same Tasks")
+      paged.push(...page.tasks.map((each) => each.id))
+      pageToken = page.nextPageToken || undefined
+    } while (pageToken)
+    t.same(paged, ["o-alice-2", "o-none", "o-alice-1"], "paging keeps the owner filter")
+  })
+
+/** Background failures go to onError, the same way in every store that has them. */
+const onErrorContract = (name: string, harness: StoreHarness) => {
+  const { corrupt } = harness
+  if (corrupt) {
+    t.test(`${name}: an unreadable stored Task is left out of list() and reported to onError`, async (t) => {
+      const { seen, onError } = errorLog()
+      const store = await harness.make(t, { onError })
+      await store.save(task("fine", "working"))
+      await store.save(task("broken", "working"))
+      await corrupt(t, store, "broken")
+      await t.rejects(store.get("broken"), /found a corrupt/, "get still says what is wrong")
+      const page = await store.list!({})
+      t.same(page.tasks.map((each) => each.id), ["fine"], "the listing goes on without it")
+      t.equal(seen.length, 1, "reported once")
+      t.match(seen[0]?.context, { store: name, operation: "list", taskId: "broken" })
+      t.match(seen[0]?.err.message, /corrupt/)
+    })
+
+    t.test(`${name}: without onError, or when onError throws, a background failure is a process warning`, async (t) => {
+      const warnings = warningsDuring(t)
+      const quiet = await harness.make(t)
+      await quiet.save(task("broken-1", "working"))
+      await corrupt(t, quiet, "broken-1")
+      t.same((await quiet.list!({})).tasks, [], "the default does not fail the call either")
+      const throwing = await harness.make(t, {
+        onError: () => {
+          throw new Error("onError itself fails")
+        },
+      })
+      await throwing.save(task("broken-2", "working"))
+      await corrupt(t, throwing, "broken-2")
+      t.same((await throwing.list!({})).tasks, [], "a throwing onError does not fail the call")
+      await waitFor(() => warnings.filter((w) => w.code === "TOOLNEXUS_STORE_ERROR").length >= 2, 5000, "two warnings")
+      const ours = warnings.filter((w) => w.code === "TOOLNEXUS_STORE_ERROR").map((w) => w.message)
+      t.match(ours, [new RegExp(`^${name} list \\(task "broken-1"\\): .*corrupt`), new RegExp(`^${name} list \\(task "broken-2"\\): .*corrupt`)])
+    })
+  }
+  if (!harness.watches) return
+  t.test(`${name}: a watcher that throws is reported to onError and watching goes on`, async (t) => {
+    const { seen, onError } = errorLog()
+    const store = await harness.make(t, { onError })
+    const heard: string[] = []
+    const unwatch = await store.watch!((id) => {
+      heard.push(id)
+      if (id === "w-bad") throw new Error("a watcher bug")
+    })
+    t.teardown(unwatch)
+    await store.save(task("w-bad"))
+    await store.save(task("w-after"))
+    await waitFor(() => heard.includes("w-after"), 20_000, "the change after the throw")
+    await waitFor(() => seen.length > 0, 5000, "the report")
+    t.match(seen, [{ err: { message: "a watcher bug" }, context: { store: name, operation: "watch", taskId: "w-bad" } }])
+  })
+}
+
 /** Runs the whole contract against one store. */
-export function storeContract(name: string, make: StoreFactory): void {
+export function storeContract(name: string, harness: StoreHarness): void {
+  const make: StoreFactory = (t) => harness.make(t)
   contract(name, make)
   listContract(name, make)
+  checksContract(name, harness)
+  orderContract(name, make)
+  ownerContract(name, make)
+  onErrorContract(name, harness)
 }

@@ -20,8 +20,11 @@ const tmpDir = (t: Test) => {
   return dir
 }
 
-storeContract("InMemoryTaskStore", async () => new InMemoryTaskStore())
-storeContract("FileTaskStore", async (t) => new FileTaskStore(tmpDir(t)))
+storeContract("InMemoryTaskStore", { make: async (_t, options) => new InMemoryTaskStore(options) })
+storeContract("FileTaskStore", {
+  make: async (t, options) => new FileTaskStore(tmpDir(t), options),
+  corrupt: async (_t, store, id) => fs.writeFileSync((store as FileTaskStore).fileFor(id), '{"id":"broken","status":'),
+})
 
 t.test("FileTaskStore keeps one <id>.json per plain id and nothing else", async (t) => {
   const dir = tmpDir(t)
@@ -32,12 +35,17 @@ t.test("FileTaskStore keeps one <id>.json per plain id and nothing else", async 
   t.equal(JSON.parse(fs.readFileSync(path.join(dir, "abc-123.json"), "utf8")).status.state, "working")
 })
 
-t.test("FileTaskStore creates its directory", async (t) => {
+t.test("FileTaskStore creates its directory, and open() says when it cannot", async (t) => {
   const dir = path.join(tmpDir(t), "nested", "tasks")
   const store = new FileTaskStore(dir)
+  await store.open()
   t.ok(fs.statSync(dir).isDirectory())
   await store.save(task("x"))
   t.ok(fs.existsSync(path.join(dir, "x.json")))
+
+  const blocked = new FileTaskStore(path.join(dir, "x.json", "tasks"))
+  await t.rejects(blocked.open(), /FileTaskStore could not create its directory .*x\.json\/tasks: (ENOTDIR|EEXIST)/)
+  await t.rejects(blocked.get("x"), /could not create its directory/, "and every call says so")
 })
 
 t.test("FileTaskStore never writes outside its directory", async (t) => {
@@ -53,11 +61,10 @@ t.test("FileTaskStore never writes outside its directory", async (t) => {
   t.ok(fs.readdirSync(dir).every((name) => !name.includes("/") && name.endsWith(".json")))
 })
 
-t.test("FileTaskStore refuses ids it cannot store", async (t) => {
+t.test("FileTaskStore refuses ids with a NUL", async (t) => {
   const store = new FileTaskStore(tmpDir(t))
-  await t.rejects(store.save(task("")), /non-empty string/)
-  await t.rejects(store.save(task("a\0b")), /NUL/)
-  await t.rejects(store.get(""), /non-empty string/)
+  await t.rejects(store.save(task("a\0b")), /must not contain NUL/)
+  await t.rejects(store.get("a\0b"), /must not contain NUL/)
 })
 
 t.test("FileTaskStore stores over-long ids", async (t) => {
@@ -91,15 +98,6 @@ t.test("FileTaskStore reports an unreadable file as an error", async (t) => {
   await t.rejects(store.get("isdir"), /could not read .*isdir\.json/)
 })
 
-t.test("FileTaskStore applies concurrent saves of one id in call order", async (t) => {
-  const dir = tmpDir(t)
-  const store = new FileTaskStore(dir)
-  const states = ["submitted", "working", "input-required", "working", "completed"] as const
-  await Promise.all(states.map((state, i) => store.save(task("race", state, { metadata: { i } }))))
-  t.same((await store.get("race"))?.metadata, { i: states.length - 1 }, "the last call wins")
-  t.same(fs.readdirSync(dir), ["race.json"])
-})
-
 t.test("FileTaskStore.close() waits for the saves already called", async (t) => {
   const dir = tmpDir(t)
   const store = new FileTaskStore(dir)
@@ -118,14 +116,34 @@ t.test("FileTaskStore snapshots a task at save() time", async (t) => {
   t.equal((await store.get("snap"))?.status.state, "submitted")
 })
 
-t.test("a failed save does not block later saves of the same id", async (t) => {
-  const dir = tmpDir(t)
-  const store = new FileTaskStore(dir)
+t.test("FileTaskStore: a save that cannot be serialized is refused at once", async (t) => {
+  const store = new FileTaskStore(tmpDir(t))
   const cyclic = task("cyc") as A2ATask & { self?: unknown }
   cyclic.self = cyclic
   await t.rejects(store.save(cyclic), /circular/i)
   await store.save(task("cyc", "completed"))
   t.equal((await store.get("cyc"))?.status.state, "completed")
+})
+
+t.test("FileTaskStore: a failed save does not block the save of the same id queued behind it", async (t) => {
+  let failNextRename = true
+  const failingOnce = {
+    ...fs.promises,
+    rename: async (from: string, to: string) => {
+      if (failNextRename) {
+        failNextRename = false
+        throw Object.assign(new Error("EIO: simulated failure"), { code: "EIO" })
+      }
+      return fs.promises.rename(from, to)
+    },
+  }
+  const store = new FileTaskStore(tmpDir(t), { fs: failingOnce })
+  // Both called before either settles: the second waits in the first one's queue.
+  const first = store.save(task("queued", "working"))
+  const second = store.save(task("queued", "completed"))
+  await t.rejects(first, { code: "EIO" }, "the first save, called first, met the failing rename")
+  await second
+  t.equal((await store.get("queued"))?.status.state, "completed", "the save queued behind it landed")
 })
 
 t.test("resolveStore", async (t) => {
@@ -134,6 +152,7 @@ t.test("resolveStore", async (t) => {
   t.type(resolveStore("memory"), InMemoryTaskStore)
   const file = resolveStore(`file:${dir}/inner`)
   t.type(file, FileTaskStore)
+  await file.open!()
   t.ok(fs.existsSync(path.join(dir, "inner")), "file:<dir> creates the directory")
   const custom = { get: async () => undefined, save: async () => {} }
   t.equal(resolveStore(custom), custom)
@@ -153,6 +172,26 @@ t.test("resolveStore", async (t) => {
   t.match(withPassword, /Unknown A2A store "redis:\/\/user:\*\*\*@host"/, "a password in a selector is not echoed")
   t.throws(() => resolveStore({ get: () => undefined } as never), /Unknown A2A store \(an object without get\/save methods\)/)
   t.throws(() => resolveStore(42 as never), /Unknown A2A store \(a number\)/)
+})
+
+t.test("resolveStore gives every store it builds the same onError", async (t) => {
+  const dir = tmpDir(t)
+  const seen: unknown[] = []
+  const file = resolveStore(`file:${dir}`, { onError: (_err, context) => seen.push(context) })
+  await file.save(task("half-written"))
+  fs.writeFileSync(path.join(dir, "half-written.json"), '{"id":')
+  t.same((await file.list!({})).tasks, [])
+  t.same(seen, [{ store: "FileTaskStore", operation: "list", taskId: "half-written" }], "the file store reports to it")
+  for (const [selector, store] of [
+    ["memory", "InMemoryTaskStore"],
+    [`file:${dir}`, "FileTaskStore"],
+    ["postgres://u@127.0.0.1/test", "PostgresTaskStore"],
+    ["nats://127.0.0.1:4222", "NatsTaskStore"],
+  ]) {
+    t.throws(() => resolveStore(selector, { onError: "log" as never }), new RegExp(`^${store}: opts\\.onError should be a function`), `${store} gets it too`)
+  }
+  const custom = { get: async () => undefined, save: async () => {} }
+  t.equal(resolveStore(custom, { onError: () => {} }), custom, "a host's own store is returned as it is")
 })
 
 t.test("FileTaskStore.get reuses a file it read while the file is unchanged, and sees every change", async (t) => {

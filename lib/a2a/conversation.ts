@@ -1,14 +1,11 @@
 import { randomUUID } from "node:crypto"
 import type { ChatMessage } from "../models/model.js"
-import { internalsOf } from "../internals.js"
+import { ownerOf } from "../internals.js"
 import { errorFields, type Logger } from "../log.js"
 import type { TaskStore } from "../stores/task-store.js"
 import type { A2AMessage, A2APart, A2ATask } from "../types.js"
 
 /** What the model sees of a Task: its latest message as the prompt, what came before as history. */
-
-/** Stands for "no principal" in a visibility filter: sees only Tasks created without authentication. */
-const ANONYMOUS = "\u0000anonymous"
 
 /**
  * The conversation before the task's latest message: the earlier tasks of
@@ -24,8 +21,9 @@ export async function earlierTurns(
   const { store } = opts
   if (opts.lookUpContext && store.list && task.contextId !== undefined) {
     try {
-      // Only the turns its own principal may see: a shared contextId must not leak another's conversation.
-      const page = await store.list({ contextId: task.contextId, pageSize: 100, principal: internalsOf(task).principal ?? ANONYMOUS })
+      // Only the turns its owner may see (its own and unowned ones): a shared contextId must not leak another's conversation.
+      const owner = ownerOf(task)
+      const page = await store.list({ contextId: task.contextId, pageSize: 100, owners: typeof owner === "string" ? [owner, null] : [null] })
       earlier = page.tasks
         .filter((other) => other.id !== task.id)
         .reverse()

@@ -1,4 +1,4 @@
-import { isVisibleTo, mayRead } from "../internals.js"
+import { isVisibleTo, mayRead, ownersVisibleTo } from "../internals.js"
 import { errorFields, type Logger } from "../log.js"
 import type { TaskStore } from "../stores/task-store.js"
 import type { A2ATask } from "../types.js"
@@ -218,8 +218,8 @@ export class JsonRpcDispatcher {
   private async listTasks(raw: unknown, call: Call): Promise<Answer> {
     const { store } = this.opts
     if (!store.list) throw new A2AError(ErrorCode.UnsupportedOperation, "ListTasks is not supported: this agent's task store cannot list tasks")
-    const { query, historyLength } = parseListTasksQuery(raw, call.codec.version, call.principal)
-    const page = await store.list(query)
+    const { query, historyLength } = parseListTasksQuery(raw, call.codec.version)
+    const page = await store.list({ ...query, owners: ownersVisibleTo(call.principal) })
     return {
       result: {
         tasks: page.tasks.map((task) => call.codec.task(withHistoryLength(task, historyLength))),

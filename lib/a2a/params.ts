@@ -144,9 +144,9 @@ export const parseTaskIdParams = (params: unknown) => check(validators.taskId, p
  * (TASK_STATE_UNSPECIFIED, or the official JS client's UNRECOGNIZED, means no
  * filter), the time normalized to ISO-8601 UTC, the page token checked.
  */
-export function parseListTasksQuery(raw: unknown, version: WireVersion, principal: string | undefined): { query: TaskQuery; historyLength?: number } {
+export function parseListTasksQuery(raw: unknown, version: WireVersion): { query: TaskQuery; historyLength?: number } {
   const params = check(validators.listTasks, raw)
-  const query: TaskQuery = { principal, contextId: params.contextId, pageSize: params.pageSize, includeArtifacts: params.includeArtifacts }
+  const query: TaskQuery = { contextId: params.contextId, pageSize: params.pageSize, includeArtifacts: params.includeArtifacts }
   if (params.status !== undefined) {
     const state = stateFromWire(version, params.status)
     const noFilter = version === "0.3" ? params.status === "unknown" : params.status === "TASK_STATE_UNSPECIFIED" || params.status === "UNRECOGNIZED"

@@ -4,12 +4,18 @@ import path from "node:path"
 import { AgingMap } from "../aging-map.js"
 import { isProcessAlive } from "../process.js"
 import type { A2ATask } from "../types.js"
-import { pidFromTmpFileName, TASK_FILE_SUFFIX, taskFileName, tmpFileName } from "./file-names.js"
-import { pageOfTasks, type TaskPage, type TaskQuery } from "./list.js"
+import { errorReporter, type ReportError, type TaskStoreOptions } from "./background-errors.js"
+import { idFromFileName, pidFromTmpFileName, TASK_FILE_SUFFIX, taskFileName, tmpFileName } from "./file-names.js"
+import { checkQuery, pageOfTasks, type TaskPage, type TaskQuery } from "./list.js"
+import { OpenOnce } from "./open-once.js"
+import { assertTask, assertTaskId, parseStoredTask } from "./task-checks.js"
 import type { TaskStore } from "./task-store.js"
+import { WriteOrder } from "./write-order.js"
 
 /** The file operations a FileTaskStore uses: node:fs/promises fits, and so does a wrapper that records or fails them. */
 export interface FileSystem {
+  /** Creates the store's directory and any missing parents; an existing directory is not an error. */
+  mkdir(path: string, options: { recursive: true }): Promise<unknown>
   open(path: string, flags: "wx" | "r"): Promise<FileSystemHandle>
   rename(from: string, to: string): Promise<void>
   rm(path: string, options: { force: true }): Promise<void>
@@ -25,14 +31,14 @@ export interface FileSystemHandle {
   close(): Promise<void>
 }
 
-export interface FileTaskStoreOptions {
-  /** Every file operation after the directory is created goes through it; default node:fs (its callback API). */
+export interface FileTaskStoreOptions extends TaskStoreOptions {
+  /** Every file operation goes through it, creating the directory included; default node:fs (its callback API). */
   fs?: FileSystem
 }
 
 /** A save never takes this long, so a tmp file this old is abandoned whoever wrote it. */
 const ABANDONED_TMP_AGE_MS = 10 * 60_000
-const FILE_SYSTEM_METHODS = ["open", "rename", "rm", "readFile", "readdir", "stat"] as const
+const FILE_SYSTEM_METHODS = ["mkdir", "open", "rename", "rm", "readFile", "readdir", "stat"] as const
 /** How many files' text get() keeps to skip re-reading them (about 1 KB each). */
 const READ_CACHE_ENTRIES = 10_000
 
@@ -79,6 +85,7 @@ function openFile(path: string, flags: "wx" | "r"): Promise<FileSystemHandle> {
  * node:fs/promises (and its FileHandle) for the small files a store works on.
  */
 const defaultFileSystem: FileSystem = {
+  mkdir: (path, options) => fsp.mkdir(path, options),
   open: openFile,
   rename: (from, to) => viaCallback((done) => fs.rename(from, to, done)),
   rm: (path, options) => fsp.rm(path, options),
@@ -96,16 +103,17 @@ let tmpCounter = 0
  * Task's file and fsyncs the directory: a reader never sees a half-written
  * Task, and an acknowledged save survives a crash. Saves and deletes of one
  * id take effect in call order. A file that cannot be read or parsed is an
- * error, never "not found". Opening a directory removes the tmp files of
- * saves a crash cut short; tmp files are never read as Tasks.
+ * error, never "not found". Opening the directory (begun at construction,
+ * tried again by the next call when it fails) creates it and removes the tmp
+ * files of saves a crash cut short; tmp files are never read as Tasks.
  */
 export class FileTaskStore implements TaskStore {
   readonly dir: string
   private readonly fs: FileSystem
-  /** Settles once abandoned tmp files are removed; every operation waits for it. Never rejects. */
-  private readonly opened: Promise<void>
-  /** The tail of the write chain per id, so saves and deletes of one id never overtake each other. */
-  private readonly pending = new Map<string, Promise<void>>()
+  private readonly report: ReportError
+  /** The directory, created and rid of abandoned tmp files; every operation waits for it. */
+  private readonly directory: OpenOnce<void>
+  private readonly writes = new WriteOrder()
   /** The directory fsync under way, and the one queued to follow it (see syncDirectoryAfterRename). */
   private dirSyncRunning: Promise<void> | undefined
   private dirSyncNext: Promise<void> | undefined
@@ -122,20 +130,32 @@ export class FileTaskStore implements TaskStore {
     }
     this.dir = path.resolve(dir)
     this.fs = custom ?? defaultFileSystem
-    fs.mkdirSync(this.dir, { recursive: true })
-    // Asynchronous, so it goes through options.fs like every other operation and never blocks the event loop.
-    this.opened = removeAbandonedTmpFiles(this.fs, this.dir)
+    this.report = errorReporter("FileTaskStore", options.onError)
+    // Never closed: close() only waits, and the store stays usable after it.
+    this.directory = new OpenOnce(() => openDirectory(this.fs, this.dir))
+    // Begun now, so a neighbour's abandoned tmp files go early; a failure is forgotten and the next call tries again.
+    void this.open().catch(() => {})
+  }
+
+  /**
+   * Creates the directory if it is missing and removes the tmp files of
+   * saves a crash cut short. Every other call waits for it, so calling it
+   * is needed only to learn early that the directory cannot be used.
+   */
+  open(): Promise<void> {
+    return this.directory.get()
   }
 
   /** The file a Task id is stored in. */
   fileFor(id: string): string {
-    assertId(id)
+    assertTaskId(id)
+    if (id.includes("\0")) throw new TypeError("A Task id must not contain NUL bytes")
     return path.join(this.dir, taskFileName(id))
   }
 
   async get(id: string): Promise<A2ATask | undefined> {
     const file = this.fileFor(id)
-    await this.opened
+    await this.open()
     const read = await this.readCurrent(file, id)
     // A text from the cache is parsed anew: every caller gets a Task of its own.
     return read === undefined ? undefined : (read.task ?? this.parse(file, read.text))
@@ -143,7 +163,7 @@ export class FileTaskStore implements TaskStore {
 
   async getText(id: string): Promise<string | undefined> {
     const file = this.fileFor(id)
-    await this.opened
+    await this.open()
     return (await this.readCurrent(file, id))?.text
   }
 
@@ -188,6 +208,10 @@ export class FileTaskStore implements TaskStore {
     return text === undefined ? undefined : this.parse(file, text)
   }
 
+  private parse(file: string, text: string): A2ATask {
+    return parseStoredTask(text, "FileTaskStore", `task file at ${file}`)
+  }
+
   private async readText(file: string): Promise<string | undefined> {
     try {
       return await this.fs.readFile(file, "utf8")
@@ -197,41 +221,29 @@ export class FileTaskStore implements TaskStore {
     }
   }
 
-  private parse(file: string, text: string): A2ATask {
-    let task: A2ATask
-    try {
-      task = JSON.parse(text) as A2ATask
-    } catch (err) {
-      throw new Error(`FileTaskStore found a corrupt task file at ${file}: ${(err as Error).message}`, { cause: err })
-    }
-    if (task === null || typeof task !== "object" || typeof task.id !== "string" || typeof task.status?.state !== "string") {
-      throw new Error(`FileTaskStore found a file at ${file} that is not a Task`)
-    }
-    return task
-  }
-
   save(task: A2ATask): Promise<void> {
-    if (task === null || typeof task !== "object") return Promise.reject(new TypeError("FileTaskStore.save needs a Task object"))
     let file: string
     let text: string
     try {
+      assertTask(task, "FileTaskStore")
       file = this.fileFor(task.id)
       // Serialize now, so a caller mutating the Task after save() cannot change what lands on disk.
       text = JSON.stringify(task)
     } catch (err) {
       return Promise.reject(err)
     }
-    return this.inOrder(task.id, () => this.writeDurably(file, text))
+    return this.writes.run(task.id, () => this.open().then(() => this.writeDurably(file, text)))
   }
 
   /**
    * Reads every Task file in the directory: fine for thousands of Tasks. A
-   * file that cannot be read or parsed is left out with a process warning
-   * (code TOOLNEXUS_UNREADABLE_TASK_FILE) rather than failing every listing
-   * and restart recovery with it; `get` of its id still reports the error.
+   * file that cannot be read or parsed is left out and reported to onError
+   * (operation "list") rather than failing every listing and restart
+   * recovery with it; `get` of its id still rejects with the error.
    */
   async list(query: TaskQuery): Promise<TaskPage> {
-    await this.opened
+    checkQuery(query)
+    await this.open()
     const names = (await this.fs.readdir(this.dir)).filter((name) => name.endsWith(TASK_FILE_SUFFIX))
     const tasks: A2ATask[] = []
     const readers = Array.from({ length: Math.min(32, names.length) }, async () => {
@@ -240,7 +252,7 @@ export class FileTaskStore implements TaskStore {
           const task = await this.readFile(path.join(this.dir, name))
           if (task) tasks.push(task)
         } catch (err) {
-          process.emitWarning(`FileTaskStore left an unreadable file out of a listing: ${(err as Error).message}`, { code: "TOOLNEXUS_UNREADABLE_TASK_FILE" })
+          this.report(new Error(`FileTaskStore left an unreadable file out of a listing: ${(err as Error).message}`, { cause: err }), "list", idFromFileName(name))
         }
       }
     })
@@ -255,24 +267,12 @@ export class FileTaskStore implements TaskStore {
     } catch (err) {
       return Promise.reject(err)
     }
-    return this.inOrder(id, () => this.fs.rm(file, { force: true }))
+    return this.writes.run(id, () => this.open().then(() => this.fs.rm(file, { force: true })))
   }
 
-  /** Resolves once every save and delete already called has landed (or failed). */
+  /** Resolves once the opening and every save and delete already called have landed (or failed). The store stays usable. */
   async close(): Promise<void> {
-    await Promise.all([this.opened, ...this.pending.values()])
-  }
-
-  /** Runs `write` after the writes of `id` called before it, whether they succeed or fail. */
-  private inOrder(id: string, write: () => Promise<void>): Promise<void> {
-    const previous = this.pending.get(id) ?? this.opened
-    const result = previous.then(write)
-    const tail = result.catch(() => {})
-    this.pending.set(id, tail)
-    void tail.then(() => {
-      if (this.pending.get(id) === tail) this.pending.delete(id)
-    })
-    return result
+    await Promise.all([this.directory.current?.catch(() => {}), this.writes.idle()])
   }
 
   private async writeDurably(file: string, text: string): Promise<void> {
@@ -341,6 +341,16 @@ export class FileTaskStore implements TaskStore {
   }
 }
 
+/** Creates the directory (through the store's file system, like every other operation), then sweeps it. */
+async function openDirectory(files: FileSystem, dir: string): Promise<void> {
+  try {
+    await files.mkdir(dir, { recursive: true })
+  } catch (err) {
+    throw new Error(`FileTaskStore could not create its directory ${dir}: ${(err as Error).message}`, { cause: err })
+  }
+  await removeAbandonedTmpFiles(files, dir)
+}
+
 /**
  * Removes the tmp files of saves a crash cut short: those of a pid that is no
  * live process on this host, and any older than a save can take. A fresh tmp
@@ -368,11 +378,4 @@ async function removeAbandonedTmpFiles(files: FileSystem, dir: string): Promise<
       // Gone already (its save renamed it), or not ours to remove: either way, leave it.
     }
   }
-}
-
-function assertId(id: unknown): asserts id is string {
-  if (typeof id !== "string" || id.length === 0) {
-    throw new TypeError(`A Task id must be a non-empty string, got ${typeof id === "string" ? "\"\"" : typeof id}`)
-  }
-  if (id.includes("\0")) throw new TypeError("A Task id must not contain NUL bytes")
 }

@@ -1,10 +1,14 @@
-import { isVisibleTo } from "../internals.js"
+import { ownerOf } from "../internals.js"
 import type { A2ATask, TaskState } from "../types.js"
 
 /** What ListTasks asks a store for, in the stored form's terms. */
 export interface TaskQuery {
-  /** Only Tasks this principal may see (its own, and Tasks created without authentication). */
-  principal?: string
+  /**
+   * Only Tasks whose owner is one of these: a principal's name for the
+   * Tasks it created, `null` for Tasks created without authentication.
+   * Absent: Tasks of any owner. An empty list matches nothing.
+   */
+  owners?: ReadonlyArray<string | null>
   contextId?: string
   status?: TaskState
   /** Only Tasks whose status changed at or after this ISO-8601 time. */
@@ -27,8 +31,24 @@ export interface TaskPage {
   pageSize: number
 }
 
-export const DEFAULT_PAGE_SIZE = 50
-export const MAX_PAGE_SIZE = 100
+const DEFAULT_PAGE_SIZE = 50
+
+/**
+ * The fields of a Task that list() filters and orders by, and nothing
+ * else: what a store may keep beside a Task to list it without reading it.
+ */
+export interface ListKey {
+  id: string
+  contextId: string | undefined
+  state: TaskState
+  /** status.timestamp, "" when missing. */
+  timestamp: string
+  owner: ReturnType<typeof ownerOf>
+}
+
+export function listKeyOf(task: A2ATask): ListKey {
+  return { id: task.id, contextId: task.contextId, state: task.status.state, timestamp: task.status.timestamp ?? "", owner: ownerOf(task) }
+}
 
 /** Where a page ends: the sort key of its last Task. */
 interface Cursor {
@@ -44,8 +64,9 @@ export class InvalidPageTokenError extends Error {
   }
 }
 
-export function encodePageToken(task: A2ATask): string {
-  const cursor: Cursor = { t: task.status.timestamp ?? "", id: task.id }
+/** The page token of a page ending at the Task with this status timestamp ("" when none) and id. */
+export function encodeCursor(t: string, id: string): string {
+  const cursor: Cursor = { t, id }
   return Buffer.from(JSON.stringify(cursor)).toString("base64url")
 }
 
@@ -59,39 +80,80 @@ export function decodePageToken(token: string): Cursor {
   throw new InvalidPageTokenError()
 }
 
-/** Newest first: by status timestamp, then by id, both descending. */
-function compareNewestFirst(a: Cursor, b: Cursor): number {
-  if (a.t !== b.t) return a.t < b.t ? 1 : -1
-  return a.id < b.id ? 1 : a.id > b.id ? -1 : 0
+/**
+ * Refuses a query no store could answer, with the field named: every store
+ * checks with this before it lists. Returns the page size to use.
+ */
+export function checkQuery(query: TaskQuery): number {
+  if (query === null || typeof query !== "object") throw new TypeError("list needs a query object, e.g. {} for every Task")
+  const pageSize = query.pageSize ?? DEFAULT_PAGE_SIZE
+  if (!(Number.isInteger(pageSize) && pageSize > 0)) throw new RangeError(`list: query.pageSize should be a positive integer, got ${String(pageSize)}`)
+  const owners = query.owners
+  if (owners !== undefined && !(Array.isArray(owners) && owners.every((owner) => owner === null || typeof owner === "string"))) {
+    throw new TypeError("list: query.owners should be an array of principal names (strings) and null (for Tasks without an owner)")
+  }
+  return pageSize
 }
 
-const keyOf = (task: A2ATask): Cursor => ({ t: task.status.timestamp ?? "", id: task.id })
+/** Newest first: by status timestamp, then by id, both descending. */
+function compareNewestFirst(aTime: string, aId: string, bTime: string, bId: string): number {
+  if (aTime !== bTime) return aTime < bTime ? 1 : -1
+  return aId < bId ? 1 : aId > bId ? -1 : 0
+}
 
-/** True when a Task matches the query's filters (not its paging). */
-export function matchesQuery(task: A2ATask, query: TaskQuery): boolean {
-  if (!isVisibleTo(task, query.principal)) return false
-  if (query.contextId !== undefined && task.contextId !== query.contextId) return false
-  if (query.status !== undefined && task.status.state !== query.status) return false
-  if (query.statusTimestampAfter !== undefined && (task.status.timestamp ?? "") < query.statusTimestampAfter) return false
+/** True when a Task's key matches the query's filters (not its paging). */
+function matchesQuery(key: ListKey, query: TaskQuery): boolean {
+  if (query.owners !== undefined && (key.owner === false || !query.owners.includes(key.owner))) return false
+  if (query.contextId !== undefined && key.contextId !== query.contextId) return false
+  if (query.status !== undefined && key.state !== query.status) return false
+  if (query.statusTimestampAfter !== undefined && key.timestamp < query.statusTimestampAfter) return false
   return true
 }
 
+/** One page of what a query asks for, as the items it came from: a store keeping keys beside its Tasks pages those. */
+export interface PageOf<T> {
+  items: T[]
+  nextPageToken: string
+  totalSize: number
+  pageSize: number
+}
+
 /**
- * One page of `tasks` for a query: the filtering, ordering and cursor rules
- * every store shares. A store that can do this in its database may do it
- * there instead, with the same results.
+ * One page of `items` for a query, each seen through its ListKey: the
+ * filtering, ordering and cursor rules every store shares.
  */
-export function pageOfTasks(tasks: Iterable<A2ATask>, query: TaskQuery): TaskPage {
-  const pageSize = query.pageSize ?? DEFAULT_PAGE_SIZE
+export function pageOf<T>(items: Iterable<T>, keyOf: (item: T) => ListKey, query: TaskQuery): PageOf<T> {
+  const pageSize = checkQuery(query)
   const after = query.pageToken ? decodePageToken(query.pageToken) : undefined
-  const matching = [...tasks].filter((task) => matchesQuery(task, query)).sort((a, b) => compareNewestFirst(keyOf(a), keyOf(b)))
-  const start = after ? matching.findIndex((task) => compareNewestFirst(keyOf(task), after) > 0) : 0
+  const matching: Array<{ key: ListKey; item: T }> = []
+  for (const item of items) {
+    const key = keyOf(item)
+    if (matchesQuery(key, query)) matching.push({ key, item })
+  }
+  matching.sort((a, b) => compareNewestFirst(a.key.timestamp, a.key.id, b.key.timestamp, b.key.id))
+  const start = after ? matching.findIndex(({ key }) => compareNewestFirst(key.timestamp, key.id, after.t, after.id) > 0) : 0
   const page = start < 0 ? [] : matching.slice(start, start + pageSize)
+  const last = page[page.length - 1]?.key
   const more = start >= 0 && start + pageSize < matching.length
   return {
-    tasks: query.includeArtifacts ? page : page.map(({ artifacts: _dropped, ...task }) => task),
-    nextPageToken: more ? encodePageToken(page[page.length - 1]) : "",
+    items: page.map((entry) => entry.item),
+    nextPageToken: more ? encodeCursor(last.timestamp, last.id) : "",
     totalSize: matching.length,
     pageSize,
   }
+}
+
+/**
+ * One page of `tasks` for a query, with the rules every store shares. A
+ * store that can do this in its database may do it there instead, with
+ * the same results.
+ */
+export function pageOfTasks(tasks: Iterable<A2ATask>, query: TaskQuery): TaskPage {
+  const { items, ...page } = pageOf(tasks, listKeyOf, query)
+  return { ...page, tasks: query.includeArtifacts ? items : items.map(withoutArtifacts) }
+}
+
+/** A listed Task as ListTasks gives it by default. */
+export function withoutArtifacts({ artifacts: _dropped, ...task }: A2ATask): A2ATask {
+  return task
 }

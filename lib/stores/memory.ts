@@ -1,32 +1,25 @@
 import { AgingMap } from "../aging-map.js"
-import { internalsOf, withInternals } from "../internals.js"
 import type { A2ATask } from "../types.js"
 import { TERMINAL_STATES } from "../types.js"
-import { pageOfTasks, type TaskPage, type TaskQuery } from "./list.js"
+import { errorReporter, type TaskStoreOptions } from "./background-errors.js"
+import { listKeyOf, pageOf, withoutArtifacts, type ListKey, type TaskPage, type TaskQuery } from "./list.js"
+import { assertTask, assertTaskId } from "./task-checks.js"
 import type { TaskStore } from "./task-store.js"
 
-export interface InMemoryTaskStoreOptions {
+export interface InMemoryTaskStoreOptions extends TaskStoreOptions {
   /** Most Tasks held; past it the oldest finished ones are dropped (default 100000). Unfinished Tasks are never dropped. */
   maxTasks?: number
   /** Finished Tasks are dropped this long after they finished (default: kept until maxTasks pushes them out). */
   terminalTtlMs?: number
 }
 
-/**
- * A stored Task: its JSON, parsed anew for every get, and the few fields
- * list() filters and orders by (id, context, status, owner) as a small Task.
- */
+/** A stored Task: its JSON, parsed anew for every get, and the fields list() filters and orders by. */
 interface Entry {
   json: string
-  index: A2ATask
+  key: ListKey
 }
 
-/** The fields of a Task that list() looks at, and nothing else. */
-function indexOf(task: A2ATask): A2ATask {
-  const index: A2ATask = { id: task.id, contextId: task.contextId, status: { state: task.status.state, timestamp: task.status.timestamp } }
-  const principal = internalsOf(task).principal
-  return principal === undefined ? index : withInternals(index, { principal })
-}
+const keyOfEntry = (entry: Entry): ListKey => entry.key
 
 /**
  * Tasks in a Map, for the life of the process. Every save and get copies
@@ -50,22 +43,27 @@ export class InMemoryTaskStore implements TaskStore {
     }
     this.maxTasks = opts.maxTasks ?? 100_000
     this.terminalTtlMs = opts.terminalTtlMs
+    // Checked like every store's; a store in memory has no background work to report.
+    errorReporter("InMemoryTaskStore", opts.onError)
   }
 
   async get(id: string): Promise<A2ATask | undefined> {
+    assertTaskId(id)
     this.dropExpired()
     const entry = this.tasks.get(id)
     return entry === undefined ? undefined : (JSON.parse(entry.json) as A2ATask)
   }
 
   async getText(id: string): Promise<string | undefined> {
+    assertTaskId(id)
     this.dropExpired()
     return this.tasks.get(id)?.json
   }
 
   async save(task: A2ATask): Promise<void> {
+    assertTask(task, "InMemoryTaskStore")
     const json = JSON.stringify(task)
-    this.tasks.set(task.id, { json, index: indexOf(task) })
+    this.tasks.set(task.id, { json, key: listKeyOf(task) })
     this.expiries.delete(task.id)
     if (TERMINAL_STATES.has(task.status.state)) this.expiries.set(task.id, Date.now() + (this.terminalTtlMs ?? Infinity))
     this.dropExpired()
@@ -74,15 +72,13 @@ export class InMemoryTaskStore implements TaskStore {
 
   async list(query: TaskQuery): Promise<TaskPage> {
     this.dropExpired()
-    const page = pageOfTasks(Array.from(this.tasks.values(), (entry) => entry.index), query)
-    const tasks = page.tasks.map((index) => {
-      const { artifacts, ...task } = JSON.parse(this.tasks.get(index.id)!.json) as A2ATask
-      return query.includeArtifacts && artifacts !== undefined ? { ...task, artifacts } : task
-    })
-    return { ...page, tasks }
+    const { items, ...page } = pageOf(this.tasks.values(), keyOfEntry, query)
+    const tasks = items.map((entry) => JSON.parse(entry.json) as A2ATask)
+    return { ...page, tasks: query.includeArtifacts ? tasks : tasks.map(withoutArtifacts) }
   }
 
   async delete(id: string): Promise<void> {
+    assertTaskId(id)
     this.tasks.delete(id)
     this.expiries.delete(id)
   }

@@ -1,25 +1,75 @@
 import { createHash } from "node:crypto"
 import { setTimeout as sleep } from "node:timers/promises"
-import type { KV, KvEntry, NatsConnection, QueuedIterator } from "nats"
 import type { A2ATask } from "../types.js"
 import { TERMINAL_STATES } from "../types.js"
-import { pageOfTasks, type TaskPage, type TaskQuery } from "./list.js"
+import { errorReporter, type ReportError, type TaskStoreOptions } from "./background-errors.js"
+import { loadDriver } from "./driver.js"
+import { checkQuery, pageOfTasks, type TaskPage, type TaskQuery } from "./list.js"
+import { OpenOnce } from "./open-once.js"
+import { assertTask, assertTaskId, parseStoredTask } from "./task-checks.js"
 import { TaskConflictError, type LeaseBook, type TaskStore } from "./task-store.js"
+import { WriteOrder } from "./write-order.js"
 
-export interface NatsTaskStoreOptions {
+export interface NatsTaskStoreOptions extends TaskStoreOptions {
   /** The JetStream KV bucket holding the Tasks (default "toolnexus_tasks"); created on first use. */
   bucket?: string
   /** The KV bucket holding the servers' leases (default "toolnexus_leases"); created on first lease call. */
   leaseBucket?: string
+  /** The package the driver is imported from (default "nats"): a fork or wrapper with nats@2's connect and KV. */
+  driverModule?: string
 }
 
-/** The nats module, as `import("nats")` gives it. */
-type NatsDriver = typeof import("nats")
+/*
+ * The little of the nats driver the store uses, declared here rather than
+ * imported from "nats": nats is an optional peer, and the published types
+ * must compile for an application without it. test/declarations.test.ts
+ * checks that nats itself fits these.
+ */
+
+interface NatsKvEntry {
+  key: string
+  operation: "PUT" | "DEL" | "PURGE"
+  revision: number
+  /** The server's time of the write. */
+  created: Date
+  string(): string
+}
+
+/** Entries as a watch delivers them, until stopped. */
+interface NatsKvWatch extends AsyncIterable<NatsKvEntry> {
+  stop(): void
+}
+
+interface NatsKv {
+  get(key: string, opts?: { revision: number }): Promise<NatsKvEntry | null>
+  put(key: string, value: Uint8Array, opts?: { previousSeq: number }): Promise<number>
+  delete(key: string): Promise<void>
+  purge(key: string): Promise<void>
+  watch(opts?: { include?: string; headers_only?: boolean; initializedFn?: () => void }): Promise<NatsKvWatch>
+}
+
+interface NatsConnection {
+  jetstream(): { views: { kv(name: string, opts: { history: number; ttl?: number }): Promise<NatsKv> } }
+  /** Settles when the connection closes for good, with the error that closed it, if any. */
+  closed(): Promise<void | Error>
+  close(): Promise<void>
+  drain(): Promise<void>
+  isClosed(): boolean
+}
+
+export interface NatsDriver {
+  connect(opts: { servers: string; user?: string; pass?: string; token?: string; name: string; maxReconnectAttempts: number }): Promise<NatsConnection>
+  /** What a KV watch starts with: the last value of every key, or only the updates from now on. */
+  KvWatchInclude: { LastValue: string; UpdatesOnly: string }
+}
+
+const isNatsDriver = (module: unknown): module is NatsDriver =>
+  typeof (module as NatsDriver)?.connect === "function" && typeof (module as NatsDriver).KvWatchInclude === "object"
 
 interface Connection {
   driver: NatsDriver
   nc: NatsConnection
-  tasks: KV
+  tasks: NatsKv
 }
 
 const DEFAULT_BUCKET = "toolnexus_tasks"
@@ -60,11 +110,14 @@ export class NatsTaskStore implements TaskStore {
   readonly server: string
   /** An ES private field: it stays out of JSON.stringify and util.inspect of the store. */
   readonly #credentials: { user?: string; pass?: string; token?: string }
-  private connection: Promise<Connection> | undefined
-  private leaseKv: Promise<KV> | undefined
+  private readonly driverModule: string
+  private readonly report: ReportError
+  /** The connection and the task bucket; forgotten when the connection closes without close(). */
+  private readonly connection: OpenOnce<Connection>
+  /** The lease bucket on the current connection. */
+  private leaseKv: OpenOnce<NatsKv>
+  private readonly writes = new WriteOrder()
   private closing: Promise<void> | undefined
-  /** The tail of the write chain per id, so saves and deletes of one id never overtake each other. */
-  private readonly pending = new Map<string, Promise<void>>()
   /** Server clock minus ours, in ms, as last measured. */
   private clockOffsetMs: number | undefined
   private clockMeasuredAt = 0
@@ -83,33 +136,46 @@ export class NatsTaskStore implements TaskStore {
     this.bucket = bucketName("opts.bucket", opts.bucket ?? DEFAULT_BUCKET)
     this.leaseBucket = bucketName("opts.leaseBucket", opts.leaseBucket ?? DEFAULT_LEASE_BUCKET)
     if (this.leaseBucket === this.bucket) throw new TypeError(`NatsTaskStore: opts.leaseBucket should differ from opts.bucket (both are "${this.bucket}")`)
+    if (opts.driverModule !== undefined && (typeof opts.driverModule !== "string" || opts.driverModule.length === 0)) {
+      throw new TypeError('NatsTaskStore: opts.driverModule should be a package name, e.g. "nats"')
+    }
+    this.driverModule = opts.driverModule ?? "nats"
+    this.report = errorReporter("NatsTaskStore", opts.onError)
+    this.connection = new OpenOnce(() => this.connect(), closedError)
+    this.leaseKv = this.newLeaseKv()
   }
 
   async get(id: string): Promise<A2ATask | undefined> {
     this.assertOpen()
     const key = natsKey(id)
-    const { tasks } = await this.connected()
+    const { tasks } = await this.connection.get()
     const entry = await withContext(`read task ${quote(id)}`, () => tasks.get(key))
     return entry?.operation === "PUT" ? this.taskIn(entry, id) : undefined
   }
 
   async save(task: A2ATask): Promise<void> {
     this.assertOpen()
-    if (task === null || typeof task !== "object") throw new TypeError("NatsTaskStore.save needs a Task object")
+    assertTask(task, "NatsTaskStore")
     const key = natsKey(task.id)
     // Serialized now, so a caller mutating the Task after save() cannot change what is stored.
     const value = new TextEncoder().encode(JSON.stringify(task))
-    return this.inOrder(task.id, () => this.write(task.id, key, value))
+    return this.writes.run(task.id, () => this.write(task.id, key, value))
   }
 
-  /** Reads every Task in the bucket: O(n) per call, fine for thousands of Tasks. */
+  /**
+   * Reads every Task in the bucket: O(n) per call, fine for thousands of
+   * Tasks. An entry that cannot be read is left out and reported to onError
+   * (operation "list"), so one bad entry does not stop every listing and
+   * restart recovery; `get` of its id still rejects with the error.
+   */
   async list(query: TaskQuery): Promise<TaskPage> {
     this.assertOpen()
-    const { driver, tasks } = await this.connected()
-    const latest = new Map<string, KvEntry>()
+    checkQuery(query)
+    const { driver, tasks } = await this.connection.get()
+    const latest = new Map<string, NatsKvEntry>()
     await withContext("list tasks", async () => {
       let initialized = false
-      let entries: QueuedIterator<KvEntry> | undefined = undefined
+      let entries: NatsKvWatch | undefined = undefined
       // Fires once the last value of every key was delivered, maybe before watch() returns; what was queued is still read.
       const initializedFn = () => {
         initialized = true
@@ -124,15 +190,22 @@ export class NatsTaskStore implements TaskStore {
       }
     })
     const all: A2ATask[] = []
-    for (const [key, entry] of latest) all.push(this.taskIn(entry, idFromNatsKey(key)))
+    for (const [key, entry] of latest) {
+      const id = idFromNatsKey(key)
+      try {
+        all.push(this.taskIn(entry, id))
+      } catch (err) {
+        this.report(err, "list", id)
+      }
+    }
     return pageOfTasks(all, query)
   }
 
   async delete(id: string): Promise<void> {
     this.assertOpen()
     const key = natsKey(id)
-    return this.inOrder(id, async () => {
-      const { tasks } = await this.connected()
+    return this.writes.run(id, async () => {
+      const { tasks } = await this.connection.get()
       await withContext(`delete task ${quote(id)}`, () => tasks.delete(key))
     })
   }
@@ -141,11 +214,12 @@ export class NatsTaskStore implements TaskStore {
    * Calls `onChange(id)` for every save and delete in the bucket from now on,
    * by any server. Only headers travel, not the Tasks. A delete of an id so
    * long its key is a hash cannot be named, and is not reported. A throwing
-   * `onChange` does not stop the watch.
+   * `onChange` is reported to onError and does not stop the watch.
    */
   async watch(onChange: (id: string) => void): Promise<() => Promise<void>> {
     this.assertOpen()
-    const { driver, tasks } = await this.connected()
+    if (typeof onChange !== "function") throw new TypeError("NatsTaskStore.watch needs a function")
+    const { driver, tasks } = await this.connection.get()
     const updates = await withContext("watch tasks", () => tasks.watch({ include: driver.KvWatchInclude.UpdatesOnly, headers_only: true }))
     const done = (async () => {
       try {
@@ -154,12 +228,14 @@ export class NatsTaskStore implements TaskStore {
           if (id === undefined) continue
           try {
             onChange(id)
-          } catch {
+          } catch (err) {
             // The watcher's own fault; later changes are still reported.
+            this.report(err, "watch", id)
           }
         }
-      } catch {
+      } catch (err) {
         // The connection closed under the watch: it ends, and watchers fall back to re-reading.
+        if (!this.closing) this.report(new Error(`NatsTaskStore's watch ended: ${messageOf(err)}`, { cause: err }), "watch")
       }
     })()
     return async () => {
@@ -168,11 +244,22 @@ export class NatsTaskStore implements TaskStore {
     }
   }
 
-  /** Waits for the saves and deletes already called, then drains the connection. Calling it again is harmless. */
+  /**
+   * Connects and opens the task bucket, creating it if it is missing. Every
+   * other call does it on first use, so calling it is needed only to learn
+   * early that the server cannot be used.
+   */
+  async open(): Promise<void> {
+    this.assertOpen()
+    await this.connection.get()
+  }
+
+  /** Waits for the saves and deletes already called, then drains the connection. Later calls are refused. Calling it again is harmless. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      await Promise.all(this.pending.values())
-      const connection = await this.connection?.catch(() => undefined)
+      await this.writes.idle()
+      await this.leaseKv.close()
+      const connection = await this.connection.close()
       if (connection && !connection.nc.isClosed()) await connection.nc.drain()
     })()
     return this.closing
@@ -182,29 +269,9 @@ export class NatsTaskStore implements TaskStore {
     if (this.closing) throw closedError()
   }
 
-  /** Imports the driver; a subclass may get it elsewhere. */
-  protected loadDriver(): Promise<NatsDriver> {
-    return loadNatsDriver()
-  }
-
-  /**
-   * One connection and the task bucket, made on first use; a failed attempt
-   * is retried by the next call. After close(), the writes called before it
-   * still get the open connection, and nothing connects again.
-   */
-  private connected(): Promise<Connection> {
-    if (this.connection) return this.connection
-    if (this.closing) return Promise.reject(closedError())
-    const attempt = this.open()
-    this.connection = attempt
-    attempt.catch(() => {
-      if (this.connection === attempt) this.connection = undefined
-    })
-    return attempt
-  }
-
-  private async open(): Promise<Connection> {
-    const driver = await this.loadDriver()
+  /** One connection and the task bucket, made on first use (see OpenOnce). */
+  private async connect(): Promise<Connection> {
+    const driver = await loadDriver({ store: "NatsTaskStore", specifier: this.driverModule, expected: "nats@2", uses: "connect() and KvWatchInclude", fits: isNatsDriver })
     let nc: NatsConnection
     try {
       nc = await driver.connect({ servers: this.server, ...this.#credentials, name: "toolnexus", maxReconnectAttempts: -1 })
@@ -213,7 +280,8 @@ export class NatsTaskStore implements TaskStore {
     }
     try {
       const tasks = await nc.jetstream().views.kv(this.bucket, { history: 1 })
-      void nc.closed().then(() => this.forget(nc))
+      const attempt = this.connection.current
+      void nc.closed().then((err) => this.lost(attempt, err))
       return { driver, nc, tasks }
     } catch (err) {
       await nc.close().catch(() => {})
@@ -221,18 +289,25 @@ export class NatsTaskStore implements TaskStore {
     }
   }
 
-  /** A connection that closed without close() (say, the server revoked it): the next call connects again. */
-  private forget(nc: NatsConnection): void {
-    void this.connection?.then((connection) => {
-      if (connection.nc !== nc || this.closing) return
-      this.connection = undefined
-      this.leaseKv = undefined
-    })
+  /** A connection that closed without close() (say, the server revoked it): reported, and the next call connects again. */
+  private lost(attempt: Promise<Connection> | undefined, err: void | Error): void {
+    if (this.closing || attempt === undefined || this.connection.current !== attempt) return
+    this.connection.forget(attempt)
+    this.leaseKv = this.newLeaseKv()
+    this.report(err ?? new Error(`NatsTaskStore's connection to ${this.server} closed; the next call connects again`), "connection")
+  }
+
+  /** The lease bucket, opened on the first lease call over whatever connection is current. */
+  private newLeaseKv(): OpenOnce<NatsKv> {
+    return new OpenOnce(async () => {
+      const { nc } = await this.connection.get()
+      return withContext(`open the KV bucket "${this.leaseBucket}"`, () => nc.jetstream().views.kv(this.leaseBucket, { history: 1, ttl: LEASE_BUCKET_MAX_AGE_MS }))
+    }, closedError)
   }
 
   /** Compare-and-set on the key's revision, until it lands or the stored Task is terminal. */
   private async write(id: string, key: string, value: Uint8Array): Promise<void> {
-    const { tasks } = await this.connected()
+    const { tasks } = await this.connection.get()
     for (let attempt = 1; ; attempt++) {
       const entry = await withContext(`read task ${quote(id)}`, () => tasks.get(key))
       const stored = entry?.operation === "PUT" ? this.taskIn(entry, id) : undefined
@@ -253,55 +328,30 @@ export class NatsTaskStore implements TaskStore {
   }
 
   /** The Task in an entry; an error when it is not JSON, not a Task, or not the Task asked for. */
-  private taskIn(entry: KvEntry, id: string | undefined): A2ATask {
-    const where = `in bucket "${this.bucket}" at key ${quote(entry.key)}`
-    let task: A2ATask
-    try {
-      task = entry.json<A2ATask>()
-    } catch (err) {
-      throw new Error(`NatsTaskStore found a corrupt entry ${where}: ${messageOf(err)}`, { cause: err })
-    }
-    if (task === null || typeof task !== "object" || typeof task.id !== "string" || typeof task.status?.state !== "string") {
-      throw new Error(`NatsTaskStore found an entry ${where} that is not a Task`)
-    }
+  private taskIn(entry: NatsKvEntry, id: string | undefined): A2ATask {
+    const where = `KV entry in bucket "${this.bucket}" at key ${quote(entry.key)}`
+    const task = parseStoredTask(entry.string(), "NatsTaskStore", where)
     // A hashed key could in theory be shared; the id inside decides.
     if (id === undefined ? natsKey(task.id) !== entry.key : task.id !== id) {
-      throw new Error(`NatsTaskStore found an entry ${where} that holds task ${quote(task.id)}${id === undefined ? "" : `, not ${quote(id)}`}`)
+      throw new Error(`NatsTaskStore found a ${where} that holds task ${quote(task.id)}${id === undefined ? "" : `, not ${quote(id)}`}`)
     }
     return task
   }
 
-  private async idOfHashedKey(tasks: KV, key: string): Promise<string | undefined> {
+  /** The id in the entry under a hashed key; undefined (reported) when it cannot be read. */
+  private async idOfHashedKey(tasks: NatsKv, key: string): Promise<string | undefined> {
     try {
       const entry = await tasks.get(key)
       return entry?.operation === "PUT" ? this.taskIn(entry, undefined).id : undefined
-    } catch {
+    } catch (err) {
+      this.report(err, "watch")
       return undefined
     }
   }
 
-  /** Runs `write` after the writes of `id` called before it, whether they succeed or fail. */
-  private inOrder(id: string, write: () => Promise<void>): Promise<void> {
-    const result = (this.pending.get(id) ?? Promise.resolve()).then(write)
-    const tail = result.catch(() => {})
-    this.pending.set(id, tail)
-    void tail.then(() => {
-      if (this.pending.get(id) === tail) this.pending.delete(id)
-    })
-    return result
-  }
-
-  private leaseBook(): Promise<KV> {
+  private leaseBook(): Promise<NatsKv> {
     this.assertOpen()
-    if (this.leaseKv) return this.leaseKv
-    const attempt = this.connected().then(({ nc }) =>
-      withContext(`open the KV bucket "${this.leaseBucket}"`, () => nc.jetstream().views.kv(this.leaseBucket, { history: 1, ttl: LEASE_BUCKET_MAX_AGE_MS })),
-    )
-    this.leaseKv = attempt
-    attempt.catch(() => {
-      if (this.leaseKv === attempt) this.leaseKv = undefined
-    })
-    return attempt
+    return this.leaseKv.get()
   }
 
   private async renewLease(instance: string, ttlMs: number): Promise<void> {
@@ -331,7 +381,7 @@ export class NatsTaskStore implements TaskStore {
       if (entry?.operation !== "PUT") return false
       let lease: Lease
       try {
-        lease = entry.json<Lease>()
+        lease = JSON.parse(entry.string()) as Lease
       } catch {
         return false
       }
@@ -347,7 +397,7 @@ export class NatsTaskStore implements TaskStore {
   }
 
   /** Writes, then reads the server's timestamp of that write to learn how far our clock is from the server's. */
-  private async putAndReadClock(kv: KV, key: string, value: Uint8Array): Promise<void> {
+  private async putAndReadClock(kv: NatsKv, key: string, value: Uint8Array): Promise<void> {
     const sent = Date.now()
     const revision = await kv.put(key, value)
     const acked = Date.now()
@@ -361,26 +411,6 @@ export class NatsTaskStore implements TaskStore {
 interface Lease {
   instance: string
   ttlMs: number
-}
-
-/**
- * Imports the nats driver, with an error that says what to install when it
- * is missing. `specifier` is for tests.
- */
-export async function loadNatsDriver(specifier = "nats"): Promise<NatsDriver> {
-  let driver: NatsDriver
-  try {
-    driver = (await import(specifier)) as NatsDriver
-  } catch (err) {
-    // By message, not only by code: loaders (tsx, bundlers) throw it without ERR_MODULE_NOT_FOUND.
-    const message = messageOf(err)
-    if (/^Cannot find (package|module) /.test(message) && message.includes(`'${specifier}'`)) {
-      throw new Error(`NatsTaskStore needs the "${specifier}" package: npm install ${specifier}`, { cause: err })
-    }
-    throw new Error(`NatsTaskStore could not load the "${specifier}" package: ${message}`, { cause: err })
-  }
-  if (typeof driver?.connect !== "function") throw new Error(`NatsTaskStore: the "${specifier}" package has no connect(); it needs nats@2`)
-  return driver
 }
 
 const PLAIN_ID = /^[A-Za-z0-9_-]+$/
@@ -400,9 +430,7 @@ const LONE_SURROGATE = /\p{Cs}/u
  *   4 KB protocol line the subject must fit in.
  */
 export function natsKey(id: string): string {
-  if (typeof id !== "string" || id.length === 0) {
-    throw new TypeError(`A Task id must be a non-empty string, got ${typeof id === "string" ? '""' : typeof id}`)
-  }
+  assertTaskId(id)
   if (id.length <= MAX_KEY_LENGTH && PLAIN_ID.test(id)) return id
   if (LONE_SURROGATE.test(id)) throw new TypeError("A Task id must be well-formed Unicode (it has a lone surrogate)")
   const encoded = "=" + Buffer.from(id, "utf8").toString("base64url")

@@ -1,11 +1,15 @@
-import type { Client, Notification, Pool } from "pg"
-import { internalsOf } from "../internals.js"
+import { ownerOf } from "../internals.js"
 import type { A2ATask } from "../types.js"
 import { TERMINAL_STATES } from "../types.js"
-import { DEFAULT_PAGE_SIZE, decodePageToken, encodePageToken, type TaskPage, type TaskQuery } from "./list.js"
+import { errorReporter, type ReportError, type TaskStoreOptions } from "./background-errors.js"
+import { loadDriver } from "./driver.js"
+import { checkQuery, decodePageToken, encodeCursor, withoutArtifacts, type TaskPage, type TaskQuery } from "./list.js"
+import { OpenOnce } from "./open-once.js"
+import { assertTask, assertTaskId, parseStoredTask, storedTask } from "./task-checks.js"
 import { TaskConflictError, type LeaseBook, type TaskStore } from "./task-store.js"
+import { WriteOrder } from "./write-order.js"
 
-export interface PostgresTaskStoreOptions {
+export interface PostgresTaskStoreOptions extends TaskStoreOptions {
   /** The Tasks table (default "toolnexus_tasks"). */
   table?: string
   /** The liveness table of the servers sharing the store (default "toolnexus_leases"). */
@@ -14,16 +18,62 @@ export interface PostgresTaskStoreOptions {
   channel?: string
   /** Most connections the store opens for queries (default 10); `watch` adds one of its own. */
   poolSize?: number
-  /**
-   * Told of errors no caller sees: an idle pooled connection failing, or the
-   * watch connection dropping or failing to come back (it keeps retrying).
-   */
-  onError?: (err: Error) => void
   /** The package the driver is imported from (default "pg"): a fork or wrapper with pg's Pool and Client. */
   driverModule?: string
 }
 
-type PgDriver = Pick<typeof import("pg"), "Pool" | "Client">
+/*
+ * The little of the pg driver the store uses, declared here rather than
+ * imported from "pg": pg is an optional peer, and the published types must
+ * compile for an application without it. test/declarations.test.ts checks
+ * that pg itself fits these.
+ */
+
+interface PgQueryResult<Row> {
+  rows: Row[]
+  rowCount: number | null
+}
+
+interface PgQueryable {
+  query<Row = Record<string, unknown>>(text: string, values?: unknown[]): Promise<PgQueryResult<Row>>
+}
+
+interface PgPool extends PgQueryable {
+  on(event: "error", listener: (err: Error) => void): unknown
+  end(): Promise<void>
+}
+
+interface PgNotification {
+  channel: string
+  payload?: string
+}
+
+interface PgClient extends PgQueryable {
+  connect(): Promise<unknown>
+  end(): Promise<void>
+  on(event: "notification", listener: (message: PgNotification) => void): unknown
+  on(event: "error", listener: (err: Error) => void): unknown
+  on(event: "end", listener: () => void): unknown
+}
+
+/** What the store passes to `new Pool()` and `new Client()`. */
+interface PgConnectionConfig {
+  connectionString: string
+  connectionTimeoutMillis: number
+  application_name: string
+  max?: number
+  allowExitOnIdle?: boolean
+  query_timeout?: number
+  keepAlive?: boolean
+}
+
+export interface PgDriver {
+  Pool: new (config: PgConnectionConfig) => PgPool
+  Client: new (config: PgConnectionConfig) => PgClient
+}
+
+const isPgDriver = (module: unknown): module is PgDriver =>
+  typeof (module as PgDriver)?.Pool === "function" && typeof (module as PgDriver).Client === "function"
 
 /** Lowercase only, so a name means the same table quoted or not; short enough for the derived index and channel names to fit Postgres's 63 bytes. */
 const NAME = /^[a-z_][a-z0-9_]{0,47}$/
@@ -73,7 +123,8 @@ const TERMINAL = [...TERMINAL_STATES]
  *
  * `task` is the whole Task and the truth; the other columns are copies for
  * filtering and ordering: `status_ts` is status.timestamp ('' when missing),
- * `principal` is metadata.toolnexus.principal, `version` counts the writes.
+ * `principal` is the Task's owner (`ownerOf`, what `TaskQuery.owners` names),
+ * `version` counts the writes.
  * COLLATE "C" orders by code point, as ListTasks' JavaScript ordering does
  * (the two differ only between U+E000-U+FFFF and characters past U+FFFF).
  * Postgres text holds no NUL and no lone surrogate: a key column holding
@@ -90,11 +141,12 @@ export class PostgresTaskStore implements TaskStore {
   private readonly url: string
   private readonly poolSize: number
   private readonly driverModule: string
-  private readonly onError: (err: Error) => void
+  private readonly report: ReportError
   private readonly sql: ReturnType<typeof statements>
   private readonly listener: ChangeListener
-  /** The pool, once it exists and the tables do; reset after a failure so the next call tries again. */
-  private opening: Promise<Pool> | undefined
+  /** The pool, once it exists and the tables do. */
+  private readonly connection: OpenOnce<PgPool>
+  private readonly writes = new WriteOrder()
   private closing: Promise<void> | undefined
   private closed = false
 
@@ -109,9 +161,7 @@ export class PostgresTaskStore implements TaskStore {
     if (opts.poolSize !== undefined && !(Number.isInteger(opts.poolSize) && opts.poolSize > 0)) {
       throw new TypeError("PostgresTaskStore: opts.poolSize should be a positive integer")
     }
-    if (opts.onError !== undefined && typeof opts.onError !== "function") {
-      throw new TypeError("PostgresTaskStore: opts.onError should be a function")
-    }
+    this.report = errorReporter("PostgresTaskStore", opts.onError)
     if (opts.driverModule !== undefined && (typeof opts.driverModule !== "string" || opts.driverModule.length === 0)) {
       throw new TypeError("PostgresTaskStore: opts.driverModule should be a package name, e.g. \"pg\"")
     }
@@ -121,16 +171,9 @@ export class PostgresTaskStore implements TaskStore {
     this.channel = opts.channel ?? `${this.table}_changes`
     this.poolSize = opts.poolSize ?? 10
     this.driverModule = opts.driverModule ?? "pg"
-    const onError = opts.onError
-    this.onError = (err) => {
-      try {
-        onError?.(err)
-      } catch {
-        // A throwing error callback must not take the connection down with it.
-      }
-    }
     this.sql = statements(this.table, this.leaseTable)
-    this.listener = new ChangeListener(this.channel, () => this.listenClient(), this.onError)
+    this.connection = new OpenOnce(() => this.openPool(), closedError)
+    this.listener = new ChangeListener(this.channel, () => this.listenClient(), this.report)
     this.leases = {
       renew: (instance, ttlMs) => this.renewLease(instance, ttlMs),
       isAlive: (instance) => this.isLeaseAlive(instance),
@@ -145,35 +188,31 @@ export class PostgresTaskStore implements TaskStore {
   }
 
   async get(id: string): Promise<A2ATask | undefined> {
-    const pool = await this.pool()
-    const { rows } = await pool.query<{ task: string }>(this.sql.get, [textKey(id)])
-    return rows.length === 0 ? undefined : taskFrom(rows[0].task)
+    this.assertOpen()
+    assertTaskId(id)
+    return this.read(id)
   }
 
-  async save(task: A2ATask): Promise<void> {
-    // Everything is read from the Task before the first await: a caller changing it after save() changes nothing stored.
-    const row = rowOf(task)
-    const id = task.id
-    const pool = await this.pool()
-    // A refused row deleted before it was read back leaves room to insert: try again, a few times at most.
-    for (let attempt = 1; ; attempt++) {
-      const written = await pool.query(this.sql.save, [row.id, row.document, row.state, row.statusTs, row.contextId, row.principal, this.channel, TERMINAL])
-      if (written.rowCount === 1) return
-      const stored = await this.get(id)
-      if (stored !== undefined && TERMINAL_STATES.has(stored.status.state)) throw new TaskConflictError(id, stored)
-      if (attempt >= 3) throw new Error(`PostgresTaskStore could not save task ${JSON.stringify(id.slice(0, 128))}: its row kept changing`)
+  save(task: A2ATask): Promise<void> {
+    try {
+      this.assertOpen()
+      // Everything is read from the Task before the first await: a caller changing it after save() changes nothing stored.
+      const row = rowOf(task)
+      return this.writes.run(task.id, () => this.write(task.id, row))
+    } catch (err) {
+      return Promise.reject(err)
     }
   }
 
   /** ListTasks in SQL: one statement, so the page and its total come from one snapshot. */
   async list(query: TaskQuery): Promise<TaskPage> {
-    const pageSize = query.pageSize ?? DEFAULT_PAGE_SIZE
-    if (!(Number.isInteger(pageSize) && pageSize > 0)) throw new RangeError("PostgresTaskStore.list: pageSize should be a positive integer")
+    this.assertOpen()
+    const pageSize = checkQuery(query)
     const after = query.pageToken ? decodePageToken(query.pageToken) : undefined
     const params: unknown[] = []
     const param = (value: unknown) => `$${params.push(value)}`
     const filters = ["true"]
-    if (query.principal !== undefined) filters.push(`(principal IS NULL OR principal = ${param(textKey(query.principal))})`)
+    if (query.owners !== undefined) filters.push(ownerFilter(query.owners, param))
     if (query.contextId !== undefined) filters.push(`context_id = ${param(textKey(query.contextId))}`)
     if (query.status !== undefined) filters.push(`state = ${param(textKey(query.status))}`)
     if (query.statusTimestampAfter !== undefined) filters.push(`status_ts >= ${param(textKey(query.statusTimestampAfter))}`)
@@ -182,8 +221,8 @@ export class PostgresTaskStore implements TaskStore {
     // Without artifacts, leave them in the database; a Task kept as a jsonb string is trimmed below.
     const document = query.includeArtifacts ? "task" : "CASE WHEN jsonb_typeof(task) = 'object' THEN task - 'artifacts' ELSE task END"
     const pool = await this.pool()
-    const { rows } = await pool.query<{ total: string; task: string | null }>(
-      `SELECT total.n::text AS total, page.task
+    const { rows } = await pool.query<{ total: string; task: string | null; status_ts: string; id: string }>(
+      `SELECT total.n::text AS total, page.task, page.status_ts, page.id
          FROM (SELECT count(*) AS n FROM ${this.sql.table} WHERE ${matching}) AS total
          LEFT JOIN LATERAL (
            SELECT (${document})::text AS task, status_ts, id FROM ${this.sql.table}
@@ -194,20 +233,40 @@ export class PostgresTaskStore implements TaskStore {
         ORDER BY page.status_ts DESC, page.id DESC`,
       params,
     )
-    const found = rows.flatMap((row) => (row.task === null ? [] : [taskFrom(row.task)]))
+    const found = rows.filter((row) => row.task !== null)
     const more = found.length > pageSize
     const page = found.slice(0, pageSize)
+    const tasks: A2ATask[] = []
+    for (const row of page) {
+      const id = fromTextKey(row.id)
+      try {
+        tasks.push(taskFrom(row.task!, id))
+      } catch (err) {
+        // Left out, as the other stores leave out what they cannot read: one bad row must not stop every listing and recovery.
+        this.report(err, "list", id)
+      }
+    }
+    const last = page[page.length - 1]
     return {
-      tasks: query.includeArtifacts ? page : page.map(({ artifacts: _dropped, ...task }) => task),
-      nextPageToken: more ? encodePageToken(page[page.length - 1]) : "",
+      tasks: query.includeArtifacts ? tasks : tasks.map(withoutArtifacts),
+      nextPageToken: more ? encodeCursor(fromTextKey(last.status_ts), fromTextKey(last.id)) : "",
       totalSize: Number(rows[0].total),
       pageSize,
     }
   }
 
-  async delete(id: string): Promise<void> {
-    const pool = await this.pool()
-    await pool.query(this.sql.delete, [textKey(id), this.channel])
+  delete(id: string): Promise<void> {
+    try {
+      this.assertOpen()
+      assertTaskId(id)
+      const key = textKey(id)
+      return this.writes.run(id, async () => {
+        const pool = await this.pool()
+        await pool.query(this.sql.delete, [key, this.channel])
+      })
+    } catch (err) {
+      return Promise.reject(err)
+    }
   }
 
   /**
@@ -218,50 +277,85 @@ export class PostgresTaskStore implements TaskStore {
    */
   async watch(onChange: (id: string) => void): Promise<() => Promise<void>> {
     if (typeof onChange !== "function") throw new TypeError("PostgresTaskStore.watch needs a function")
-    if (this.closed) throw closedError()
+    this.assertOpen()
     return this.listener.add(onChange)
   }
 
-  /** Ends the watch connection and the pool, after the queries already running. Calling it again does nothing more. */
+  /**
+   * Connects and creates the tables if they are missing. Every other call
+   * does it on first use, so calling it is needed only to learn early that
+   * the database cannot be used.
+   */
+  async open(): Promise<void> {
+    this.assertOpen()
+    await this.pool()
+  }
+
+  /**
+   * Waits for the saves and deletes already called, then ends the watch
+   * connection and the pool. Later calls are refused. Calling it again does
+   * nothing more.
+   */
   close(): Promise<void> {
     this.closed = true
     this.closing ??= (async () => {
-      const opening = this.opening
+      await this.writes.idle()
       await this.listener.stop()
-      const pool = await opening?.catch(() => undefined)
+      const pool = await this.connection.close()
       await pool?.end()
     })()
     return this.closing
   }
 
+  private assertOpen(): void {
+    if (this.closed) throw closedError()
+  }
+
+  /** The stored Task of a checked id. */
+  private async read(id: string): Promise<A2ATask | undefined> {
+    const pool = await this.pool()
+    const { rows } = await pool.query<{ task: string }>(this.sql.get, [textKey(id)])
+    return rows.length === 0 ? undefined : taskFrom(rows[0].task, id)
+  }
+
+  private async write(id: string, row: ReturnType<typeof rowOf>): Promise<void> {
+    const pool = await this.pool()
+    // A refused row deleted before it was read back leaves room to insert: try again, a few times at most.
+    for (let attempt = 1; ; attempt++) {
+      const written = await pool.query(this.sql.save, [row.id, row.document, row.state, row.statusTs, row.contextId, row.owner, this.channel, TERMINAL])
+      if (written.rowCount === 1) return
+      const stored = await this.read(id)
+      if (stored !== undefined && TERMINAL_STATES.has(stored.status.state)) throw new TaskConflictError(id, stored)
+      if (attempt >= 3) throw new Error(`PostgresTaskStore could not save task ${JSON.stringify(id.slice(0, 128))}: its row kept changing`)
+    }
+  }
+
   private async renewLease(instance: string, ttlMs: number): Promise<void> {
+    this.assertOpen()
     if (!(Number.isFinite(ttlMs) && ttlMs > 0)) throw new RangeError("PostgresTaskStore leases.renew: ttlMs should be a number of milliseconds > 0")
     const pool = await this.pool()
     await pool.query(this.sql.renewLease, [textKey(instance), ttlMs])
   }
 
   private async isLeaseAlive(instance: string): Promise<boolean> {
+    this.assertOpen()
     const pool = await this.pool()
     const { rows } = await pool.query<{ alive: boolean }>(this.sql.isLeaseAlive, [textKey(instance)])
     return rows[0].alive
   }
 
   private async releaseLease(instance: string): Promise<void> {
+    this.assertOpen()
     const pool = await this.pool()
     await pool.query(this.sql.releaseLease, [textKey(instance)])
   }
 
-  private pool(): Promise<Pool> {
-    if (this.closed) return Promise.reject(closedError())
-    this.opening ??= this.openPool().catch((err: unknown) => {
-      this.opening = undefined
-      throw err
-    })
-    return this.opening
+  private pool(): Promise<PgPool> {
+    return this.connection.get()
   }
 
-  private async openPool(): Promise<Pool> {
-    const { Pool } = await loadDriver(this.driverModule)
+  private async openPool(): Promise<PgPool> {
+    const { Pool } = await this.driver()
     const pool = new Pool({
       connectionString: this.url,
       max: this.poolSize,
@@ -271,7 +365,7 @@ export class PostgresTaskStore implements TaskStore {
       allowExitOnIdle: true,
     })
     // Without a listener, an idle connection's error would be thrown at the process.
-    pool.on("error", this.onError)
+    pool.on("error", (err) => this.report(err, "connection"))
     try {
       await this.createTables(pool)
     } catch (err) {
@@ -282,7 +376,7 @@ export class PostgresTaskStore implements TaskStore {
   }
 
   /** Creates what is missing. Two servers starting at once may race; the loser's retry finds the winner's committed tables. */
-  private async createTables(pool: Pool): Promise<void> {
+  private async createTables(pool: PgPool): Promise<void> {
     const { rows } = await pool.query<{ ready: boolean }>(this.sql.tablesExist, [this.sql.table, this.sql.leaseTable])
     if (rows[0].ready) return
     const schema = schemaSql(this.table, this.leaseTable)
@@ -294,8 +388,12 @@ export class PostgresTaskStore implements TaskStore {
     }
   }
 
-  private async listenClient(): Promise<Client> {
-    const { Client } = await loadDriver(this.driverModule)
+  private driver(): Promise<PgDriver> {
+    return loadDriver({ store: "PostgresTaskStore", specifier: this.driverModule, expected: "pg", uses: "Pool and Client classes", fits: isPgDriver })
+  }
+
+  private async listenClient(): Promise<PgClient> {
+    const { Client } = await this.driver()
     return new Client({
       connectionString: this.url,
       connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
@@ -315,8 +413,8 @@ export class PostgresTaskStore implements TaskStore {
 class ChangeListener {
   /** One entry per watch() call, so one function watching twice is two watchers. */
   private readonly watchers = new Set<{ onChange: (id: string) => void }>()
-  private connection: Promise<Client> | undefined
-  private client: Client | undefined
+  private readonly connection: OpenOnce<PgClient>
+  private client: PgClient | undefined
   /** Bumped by stop(), so a connection that opens after it is closed at once. */
   private generation = 0
   private failures = 0
@@ -325,15 +423,18 @@ class ChangeListener {
 
   constructor(
     private readonly channel: string,
-    private readonly newClient: () => Promise<Client>,
-    private readonly onError: (err: Error) => void,
-  ) {}
+    private readonly newClient: () => Promise<PgClient>,
+    private readonly report: ReportError,
+  ) {
+    // Never closed for good: stop() forgets the connection, and the next watcher opens another.
+    this.connection = new OpenOnce(() => this.open())
+  }
 
   async add(onChange: (id: string) => void): Promise<() => Promise<void>> {
     const watcher = { onChange }
     this.watchers.add(watcher)
     try {
-      await this.connected()
+      await this.connection.get()
     } catch (err) {
       await this.remove(watcher)
       throw err
@@ -347,7 +448,7 @@ class ChangeListener {
     clearTimeout(this.retryTimer)
     clearInterval(this.heartbeat)
     this.retryTimer = undefined
-    this.connection = undefined
+    this.connection.forget(this.connection.current)
     const client = this.client
     this.client = undefined
     await client?.end().catch(() => {})
@@ -357,30 +458,8 @@ class ChangeListener {
     if (this.watchers.delete(watcher) && this.watchers.size === 0) await this.stop()
   }
 
-  private connected(): Promise<Client> {
-    if (this.connection) return this.connection
+  private async open(): Promise<PgClient> {
     const generation = this.generation
-    const connection = this.open().then(async (client) => {
-      if (generation !== this.generation) {
-        await client.end().catch(() => {})
-        throw new Error("PostgresTaskStore was closed while watch() was starting")
-      }
-      this.client = client
-      this.failures = 0
-      this.heartbeat = setInterval(() => {
-        client.query("SELECT 1").catch((err: Error) => this.lost(client, err))
-      }, WATCH_HEARTBEAT_MS)
-      this.heartbeat.unref()
-      return client
-    })
-    this.connection = connection
-    connection.catch(() => {
-      if (this.connection === connection) this.connection = undefined
-    })
-    return connection
-  }
-
-  private async open(): Promise<Client> {
     const client = await this.newClient()
     client.on("notification", (message) => this.deliver(message))
     client.on("error", (err) => this.lost(client, err))
@@ -392,29 +471,39 @@ class ChangeListener {
       await client.end().catch(() => {})
       throw err
     }
+    if (generation !== this.generation) {
+      await client.end().catch(() => {})
+      throw new Error("PostgresTaskStore was closed while watch() was starting")
+    }
+    this.client = client
+    this.failures = 0
+    this.heartbeat = setInterval(() => {
+      client.query("SELECT 1").catch((err: Error) => this.lost(client, err))
+    }, WATCH_HEARTBEAT_MS)
+    this.heartbeat.unref()
     return client
   }
 
-  private deliver(message: Notification): void {
+  private deliver(message: PgNotification): void {
     if (message.channel !== this.channel || message.payload === undefined) return
     const id = fromTextKey(message.payload)
     for (const watcher of [...this.watchers]) {
       try {
         watcher.onChange(id)
       } catch (err) {
-        this.onError(err instanceof Error ? err : new Error(String(err)))
+        this.report(err, "watch", id)
       }
     }
   }
 
   /** The connection failed or ended: unless it was closed on purpose, open another. */
-  private lost(client: Client, err?: Error): void {
+  private lost(client: PgClient, err?: Error): void {
     if (client !== this.client) return
     this.client = undefined
-    this.connection = undefined
+    this.connection.forget(this.connection.current)
     clearInterval(this.heartbeat)
     void client.end().catch(() => {})
-    this.onError(err ?? new Error("PostgresTaskStore: the watch connection ended; reconnecting"))
+    this.report(err ?? new Error("PostgresTaskStore: the watch connection ended; reconnecting"), "watch")
     this.reconnectLater()
   }
 
@@ -423,33 +512,14 @@ class ChangeListener {
     const backoff = Math.min(WATCH_RETRY_MAX_MS, WATCH_RETRY_FIRST_MS * 2 ** this.failures++)
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined
-      this.connected().catch((err: Error) => {
+      this.connection.get().catch((err: unknown) => {
         if (this.watchers.size === 0) return
-        this.onError(err)
+        this.report(err, "watch")
         this.reconnectLater()
       })
     }, backoff * (0.5 + Math.random() / 2))
     this.retryTimer.unref()
   }
-}
-
-async function loadDriver(specifier: string): Promise<PgDriver> {
-  let loaded: Partial<PgDriver> & { default?: Partial<PgDriver> }
-  try {
-    // The literal specifier lets bundlers and the type checker see the dependency.
-    loaded = specifier === "pg" ? await import("pg") : await import(specifier)
-  } catch (err) {
-    // Matched on the message, not only the code: loaders (tsx, tap) rethrow without it. A missing dependency of the driver is another error.
-    if (/Cannot find (?:package|module) '([^']+)'/.exec(String((err as Error)?.message))?.[1] === specifier) {
-      throw new Error(`PostgresTaskStore needs the "${specifier}" package: npm install ${specifier}`, { cause: err })
-    }
-    throw err
-  }
-  const driver = typeof loaded.Pool === "function" ? loaded : loaded.default
-  if (typeof driver?.Pool !== "function" || typeof driver.Client !== "function") {
-    throw new Error(`PostgresTaskStore: the "${specifier}" package has no Pool and Client classes; it should be pg or work like it`)
-  }
-  return driver as PgDriver
 }
 
 function checkName(option: string, value: unknown): string {
@@ -520,15 +590,13 @@ function statements(table: string, leaseTable: string) {
 
 /** The columns of a Task's row, all of them strings Postgres can hold. */
 function rowOf(task: A2ATask) {
-  if (task === null || typeof task !== "object") throw new TypeError("PostgresTaskStore.save needs a Task object")
-  if (typeof task.id !== "string" || task.id.length === 0) throw new TypeError("A Task id must be a non-empty string")
-  if (typeof task.status?.state !== "string") throw new TypeError("PostgresTaskStore.save needs a Task with a status.state")
+  assertTask(task, "PostgresTaskStore")
   const id = textKey(task.id)
   if (Buffer.byteLength(id) > MAX_ID_BYTES) throw new RangeError(`PostgresTaskStore stores Task ids of up to ${MAX_ID_BYTES} bytes`)
   const statusTs = textKey(task.status.timestamp ?? "")
   if (Buffer.byteLength(statusTs) > MAX_TIMESTAMP_BYTES) throw new RangeError("PostgresTaskStore: status.timestamp should be an ISO-8601 time")
   const json = JSON.stringify(task)
-  const owner = internalsOf(task).principal
+  const owner = ownerOf(task)
   return {
     id,
     // jsonb refuses \u0000 and lone surrogates, which any client can put in a message: such a Task is kept as a jsonb string of its JSON.
@@ -536,17 +604,26 @@ function rowOf(task: A2ATask) {
     state: textKey(task.status.state),
     statusTs,
     contextId: typeof task.contextId === "string" ? textKey(task.contextId) : null,
-    // An owner that is there but not a string hides the Task from everyone, as isVisibleTo does: no principal's key equals ESCAPED alone.
-    principal: owner === undefined ? null : typeof owner === "string" ? textKey(owner) : ESCAPED,
+    // An owner field that is not a name matches no owner a query names: no name's key equals ESCAPED alone.
+    owner: owner === null ? null : owner === false ? ESCAPED : textKey(owner),
   }
+}
+
+/** The WHERE clause of `TaskQuery.owners`; `param` adds a parameter and gives its placeholder. */
+function ownerFilter(owners: ReadonlyArray<string | null>, param: (value: unknown) => string): string {
+  const names = owners.filter((owner): owner is string => owner !== null).map(textKey)
+  const clauses = [...(names.length > 0 ? [`principal = ANY(${param(names)}::text[])`] : []), ...(owners.includes(null) ? ["principal IS NULL"] : [])]
+  return clauses.length === 0 ? "false" : `(${clauses.join(" OR ")})`
 }
 
 /** The escapes JSON.stringify writes for NUL and for lone surrogates (a well-formed pair is written as itself). */
 const UNSTORABLE_IN_JSONB = /\\u(?:0000|d[89a-f])/i
 
-function taskFrom(text: string): A2ATask {
+/** The Task in a `task` column's text (jsonb, so always JSON): the document, or the JSON text a jsonb string holds. */
+function taskFrom(text: string, id: string): A2ATask {
   const value: unknown = JSON.parse(text)
-  return (typeof value === "string" ? JSON.parse(value) : value) as A2ATask
+  const where = `row of task ${JSON.stringify(id.slice(0, 128))}`
+  return typeof value === "string" ? parseStoredTask(value, "PostgresTaskStore", where) : storedTask(value, "PostgresTaskStore", where)
 }
 
 const ESCAPED = "\u0001"

@@ -1,3 +1,4 @@
+import type { TaskStoreOptions } from "./background-errors.js"
 import { FileTaskStore } from "./file.js"
 import { InMemoryTaskStore } from "./memory.js"
 import { NatsTaskStore } from "./nats.js"
@@ -7,6 +8,9 @@ import { isTaskStore, type TaskStore } from "./task-store.js"
 /** What `serve()`'s `a2a.store` and `resolveStore()` accept. */
 export type StoreSelector = TaskStore | "memory" | `file:${string}` | `postgres://${string}` | `nats://${string}` | string
 
+/** What a store built from a selector is given: the same for every kind, so a server routes every store's background errors one way. */
+export type ResolveStoreOptions = TaskStoreOptions
+
 const ACCEPTED = `"memory", "file:<dir>", "postgres://…", "nats://…" or an object with get(id) and save(task)`
 
 /**
@@ -14,24 +18,26 @@ const ACCEPTED = `"memory", "file:<dir>", "postgres://…", "nats://…" or an o
  * InMemoryTaskStore; "file:<dir>" → a FileTaskStore on that directory;
  * "postgres://…" (or "postgresql://…") → a PostgresTaskStore, with
  * `?table=` naming its table; "nats://…" → a NatsTaskStore, with
- * `?bucket=` naming its KV bucket; an object with get/save → itself.
- * Anything else throws. The network stores connect on first use.
+ * `?bucket=` naming its KV bucket; an object with get/save → itself
+ * (`options` are for the stores built here). Anything else throws. No
+ * store does I/O here: each opens on first use (see `TaskStore.open`).
  */
-export function resolveStore(store?: StoreSelector): TaskStore {
-  if (store === undefined || store === "memory") return new InMemoryTaskStore()
+export function resolveStore(store?: StoreSelector, options: ResolveStoreOptions = {}): TaskStore {
+  const { onError } = options
+  if (store === undefined || store === "memory") return new InMemoryTaskStore({ onError })
   if (typeof store === "string") {
     if (store.startsWith("file:")) {
       const dir = store.slice("file:".length)
       if (dir.length === 0) throw new Error(`A2A store "file:" names no directory: write "file:<dir>", e.g. "file:./.toolnexus/tasks"`)
-      return new FileTaskStore(dir)
+      return new FileTaskStore(dir, { onError })
     }
     if (/^postgres(ql)?:\/\//.test(store)) {
       const { url, name } = splitNameParam(store, "table")
-      return new PostgresTaskStore(url, name ? { table: name } : {})
+      return new PostgresTaskStore(url, name ? { table: name, onError } : { onError })
     }
     if (store.startsWith("nats://")) {
       const { url, name } = splitNameParam(store, "bucket")
-      return new NatsTaskStore(url, name ? { bucket: name } : {})
+      return new NatsTaskStore(url, name ? { bucket: name, onError } : { onError })
     }
     throw new Error(`Unknown A2A store ${JSON.stringify(redact(store))}: expected ${ACCEPTED}`)
   }

@@ -21,6 +21,12 @@ export interface TaskStore {
   list?(query: TaskQuery): Promise<TaskPage>
   /** Removes the Task; removing a missing id is not an error. */
   delete?(id: string): Promise<void>
+  /**
+   * Makes the store ready (a directory created, a connection and its tables
+   * or buckets), rejecting with why it cannot be. The other calls do it on
+   * first use anyway; calling it first only learns that earlier.
+   */
+  open?(): Promise<void>
   /** Releases what the store holds open (connections, handles). */
   close?(): Promise<void>
   /**
