@@ -32,7 +32,7 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
   }
   // Authentication settings are checked before the store is opened, so a refused registration leaves nothing open.
   const auth = opts.auth && createAuthentication(opts.auth)
-  const agent = createAgent(opts, fastify.log)
+  const agent = await createAgent(opts, fastify.log)
 
   fastify.decorate("taskStore", agent.store)
   fastify.addHook("onReady", agent.onReady)

@@ -22,8 +22,8 @@ interface Agent {
 }
 
 /** Builds the store, runner, follower, recovery and dispatcher from checked options. */
-export function createAgent(opts: ToolnexusA2AOptions, log: Logger): Agent {
-  const { store, ownsStore } = openStore(opts.store)
+export async function createAgent(opts: ToolnexusA2AOptions, log: Logger): Promise<Agent> {
+  const { store, ownsStore } = await openStore(opts.store, log)
   const events = new TaskEvents()
   const runner = new TaskRunner({
     store,

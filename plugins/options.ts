@@ -2,6 +2,8 @@ import type { FastifyRequest } from "fastify"
 import type { AuthSettings } from "../lib/a2a/auth.js"
 import { checkCardOptions, type CardOptions } from "../lib/a2a/card.js"
 import type { Client } from "../lib/client/client.js"
+import { errorFields, type Logger } from "../lib/log.js"
+import type { StoreErrorHandler } from "../lib/stores/background-errors.js"
 import { resolveStore, type StoreSelector } from "../lib/stores/resolve.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import type { Toolkit } from "../lib/tools/types.js"
@@ -72,13 +74,27 @@ export function checkOptions(opts: ToolnexusA2AOptions): void {
   checkCardOptions(opts)
 }
 
-/** The store opts.store selects, and whether the plugin owns it: one it built from a selector is its to close, a host's object stays the host's. */
-export function openStore(selector: StoreSelector | undefined): { store: TaskStore; ownsStore: boolean } {
+/**
+ * The store opts.store selects, and whether the plugin owns it: one it built from a selector is its to
+ * close (and is opened here, so a directory or database that cannot be used stops the registration),
+ * a host's object stays the host's. The store's background failures go to `log`.
+ */
+export async function openStore(selector: StoreSelector | undefined, log: Logger): Promise<{ store: TaskStore; ownsStore: boolean }> {
+  const onError: StoreErrorHandler = (err, context) => log.warn({ ...context, ...errorFields(err) }, "task store background failure")
+  let store: TaskStore
   try {
-    return { store: resolveStore(selector), ownsStore: typeof selector !== "object" }
+    store = resolveStore(selector, { onError })
   } catch (err) {
-    const message = (err as Error).message
-    if (/Unknown A2A store|names no directory/.test(message)) throw new Error(`toolnexus: opts.store is not a store selector: ${message}`)
-    throw new Error(`toolnexus: opts.store could not be opened: ${message}`)
+    throw new Error(`toolnexus: opts.store is not a store selector: ${(err as Error).message}`, { cause: err })
   }
+  const ownsStore = typeof selector !== "object"
+  if (ownsStore) {
+    try {
+      await store.open?.()
+    } catch (err) {
+      await store.close?.().catch(() => {})
+      throw new Error(`toolnexus: opts.store could not be opened: ${(err as Error).message}`, { cause: err })
+    }
+  }
+  return { store, ownsStore }
 }
