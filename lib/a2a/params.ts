@@ -1,4 +1,5 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv"
+import { normalizeTimestamp, TIMESTAMP_EXAMPLE } from "../timestamp.js"
 import type { JsonObject } from "../types.js"
 import { decodePageToken, type TaskQuery } from "../stores/list.js"
 import { A2AError } from "./errors.js"
@@ -142,7 +143,8 @@ export const parseTaskIdParams = (params: unknown) => check(validators.taskId, p
 /**
  * ListTasks params as a store query: the status in the version's spelling
  * (TASK_STATE_UNSPECIFIED, or the official JS client's UNRECOGNIZED, means no
- * filter), the time normalized to ISO-8601 UTC, the page token checked.
+ * filter), the time checked as RFC 3339 and normalized to ISO-8601 UTC, the
+ * page token checked.
  */
 export function parseListTasksQuery(raw: unknown, version: WireVersion, principal: string | undefined): { query: TaskQuery; historyLength?: number } {
   const params = check(validators.listTasks, raw)
@@ -156,9 +158,9 @@ export function parseListTasksQuery(raw: unknown, version: WireVersion, principa
     query.status = state
   }
   if (params.statusTimestampAfter !== undefined) {
-    const time = Date.parse(params.statusTimestampAfter)
-    if (Number.isNaN(time)) throw A2AError.invalidParams("params.statusTimestampAfter", "must be an ISO-8601 time such as 2026-01-31T12:00:00Z")
-    query.statusTimestampAfter = new Date(time).toISOString()
+    const after = normalizeTimestamp(params.statusTimestampAfter)
+    if (after === undefined) throw A2AError.invalidParams("params.statusTimestampAfter", `must be ${TIMESTAMP_EXAMPLE}`)
+    query.statusTimestampAfter = after
   }
   if (params.pageToken !== undefined && params.pageToken !== "") {
     try {
