@@ -86,7 +86,7 @@ t.test("a real server killed mid-task: its task is failed by the next server, ne
   const sent = (await fetch(firstUrl + "/", {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { role: "user", parts: [{ kind: "text", text: "hold" }] } } }),
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: "m-hold", role: "user", parts: [{ kind: "text", text: "hold" }] } } }),
   }).then((r) => r.json())) as { result: A2ATask }
   const id = sent.result.id
   const files = new FileTaskStore(dir)

@@ -137,7 +137,21 @@ const validators = {
   listTasks: ajv.compile<ListTasksParams>(listTasksSchema),
 }
 
-export const parseSendMessageParams = (params: unknown) => check(validators.sendMessage, params)
+/**
+ * SendMessage and SendStreamingMessage params, a new task or a follow-up.
+ * `messageId` is required, as both versions define it; the one exception is
+ * the short 0.3 form the spec's example sends (`{role, parts}`: no `kind`,
+ * no `messageId`), which the server gives an id.
+ */
+export function parseSendMessageParams(raw: unknown, version: WireVersion): SendMessageParams {
+  const params = check(validators.sendMessage, raw)
+  const { message } = params
+  const shortForm = version === "0.3" && message.kind === undefined
+  if (message.messageId === undefined && !shortForm) {
+    throw A2AError.invalidParams("params.message.messageId", "is required: a unique id the sender gives each message")
+  }
+  return params
+}
 /** GetTask, CancelTask and SubscribeToTask: `{ id, historyLength? }`. */
 export const parseTaskIdParams = (params: unknown) => check(validators.taskId, params)
 /**

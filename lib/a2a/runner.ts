@@ -11,9 +11,6 @@ import { eventQueue, type TaskEvent, type TaskEvents } from "./events.js"
 import { currentRunner, internalsOf, retireRunner, withInternals, type RunnerId } from "../internals.js"
 import { copyWith } from "../objects.js"
 
-/** An incoming message before the runner gives it ids. */
-export type IncomingMessage = Omit<A2AMessage, "messageId"> & { messageId?: string }
-
 export interface TaskRunnerOptions {
   store: TaskStore
   client: Client
@@ -124,7 +121,7 @@ export class TaskRunner {
   }
 
   /** Saves a new `submitted` Task for the message and starts fulfilling it (or queues it). */
-  async start(incoming: IncomingMessage, opts: StartOptions = {}): Promise<StartedTask> {
+  async start(incoming: A2AMessage, opts: StartOptions = {}): Promise<StartedTask> {
     this.assertCanTake()
     const id = randomUUID()
     const contextId = incoming.contextId ?? randomUUID()
@@ -138,7 +135,7 @@ export class TaskRunner {
   }
 
   /** Continues an `input-required` Task with the peer's answer. */
-  async resume(task: A2ATask, incoming: IncomingMessage, opts: StartOptions = {}): Promise<StartedTask> {
+  async resume(task: A2ATask, incoming: A2AMessage, opts: StartOptions = {}): Promise<StartedTask> {
     this.assertCanTake()
     if (this.running.has(task.id)) throw new A2AError(ErrorCode.UnsupportedOperation, `Task ${truncate(task.id)} is already running`)
     const message = this.stamp(incoming, task.id, task.contextId)
@@ -218,8 +215,9 @@ export class TaskRunner {
     }
   }
 
-  private stamp(incoming: IncomingMessage, taskId: string, contextId: string | undefined): A2AMessage {
-    return copyWith(incoming, { kind: "message" as const, messageId: incoming.messageId ?? randomUUID(), taskId, contextId })
+  /** The message as the Task's history keeps it: tied to its task and context. */
+  private stamp(incoming: A2AMessage, taskId: string, contextId: string | undefined): A2AMessage {
+    return copyWith(incoming, { kind: "message" as const, taskId, contextId })
   }
 
   private launch(task: A2ATask, watch: boolean, lookUpContext: boolean): StartedTask {
