@@ -36,7 +36,7 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger): Promi
   })
   const follower = new StoreFollower({ store, runner, log })
   const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower })
-  const recovery = new RecoveryService({ store, self: runner.self, log, leaseTtlMs: opts.leaseTtlMs })
+  const recovery = new RecoveryService({ store, self: runner.self, log, leaseTtlMs: opts.leaseTtlMs, checkIntervalMs: opts.recoveryIntervalMs })
   const closing = new AbortController()
   return {
     store,

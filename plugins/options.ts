@@ -37,9 +37,11 @@ export interface ToolnexusA2AOptions extends CardOptions {
   rateLimit?: { max: number; timeWindow: number | string }
   /**
    * Fail the Tasks left submitted or working by a server that died (default true; needs a store with list):
-   * at start, by pid on this host; on a store with leases, also every leaseTtlMs, by lease.
+   * at start, then while running: by pid on this host every recoveryIntervalMs; on a store with leases, by lease every leaseTtlMs.
    */
   recoverInterrupted?: boolean
+  /** Without leases: how often a running server looks again, by pid, for Tasks of servers that died (default 5000 ms). */
+  recoveryIntervalMs?: number
   /** On a store with leases: how long a server counts as alive after its last renewal (default 15000 ms). */
   leaseTtlMs?: number
 }
@@ -62,7 +64,7 @@ export function checkOptions(opts: ToolnexusA2AOptions): void {
   if (opts.bodyLimit !== undefined && !(Number.isInteger(opts.bodyLimit) && opts.bodyLimit > 0)) {
     throw new TypeError("toolnexus: opts.bodyLimit should be a positive integer number of bytes")
   }
-  for (const key of ["maxRunningTasks", "maxQueuedTasks", "leaseTtlMs"] as const) {
+  for (const key of ["maxRunningTasks", "maxQueuedTasks", "leaseTtlMs", "recoveryIntervalMs"] as const) {
     if (opts[key] !== undefined && !(Number.isInteger(opts[key]) && opts[key] > 0)) throw new TypeError(`toolnexus: opts.${key} should be a positive integer`)
   }
   if (opts.rateLimit !== undefined && !(Number.isInteger(opts.rateLimit?.max) && opts.rateLimit.max > 0 && opts.rateLimit.timeWindow !== undefined)) {

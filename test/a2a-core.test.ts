@@ -27,14 +27,14 @@ const answerOf = (outcome: DispatchOutcome) => (outcome.body === undefined ? und
 t.test("SendMessage saves submitted, then working, then completed with the answer", async (t) => {
   const { store, call } = setup(({ messages }) => `answer to ${messages.at(-1)?.content}`)
   const recording = store as RecordingStore
-  const res = await call(rpc("SendMessage", { message: userMessage("hi") }, "req-1"))
+  const res = await call(rpc("SendMessage", { message: userMessage("hi", { messageId: "m-hi" }) }, "req-1"))
   t.equal(res.id, "req-1")
   const task: A2ATask = res.result
   t.equal(task.status.state, "submitted", "0.3 answers at once with the submitted task")
   t.match(task.status.timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
   t.ok(task.contextId, "a context is assigned")
   t.match(task.history?.[0], { role: "user", taskId: task.id, contextId: task.contextId, parts: [{ kind: "text", text: "hi" }] })
-  t.ok(task.history?.[0].messageId, "a missing messageId is filled in")
+  t.equal(task.history?.[0].messageId, "m-hi", "the sender's messageId is kept")
 
   await waitFor(() => recording.statesOf(task.id).includes("completed"))
   t.same(recording.statesOf(task.id), ["submitted", "working", "completed"], "exactly one save per transition")

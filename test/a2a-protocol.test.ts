@@ -99,7 +99,7 @@ t.test("ListTasks: -32004 without a listing store, -32602 for bad params", async
   t.match((await call(rpc("ListTasks", { status: "done" }))).error, { code: -32602, message: /params\.status is not a task state: use one such as "completed"/ })
   t.match((await call(rpc("ListTasks", { status: "completed" }, 1), "1.0")).error, { code: -32602, message: /TASK_STATE_COMPLETED/ })
   t.match((await call(rpc("ListTasks", { pageToken: "garbage" }))).error, { code: -32602, message: /pageToken/ })
-  t.match((await call(rpc("ListTasks", { statusTimestampAfter: "yesterday" }))).error, { code: -32602, message: /ISO-8601/ })
+  t.match((await call(rpc("ListTasks", { statusTimestampAfter: "yesterday" }))).error, { code: -32602, message: /RFC 3339/ })
   await call(rpc("SendMessage", { message: userMessage("x"), configuration: { blocking: true } }))
   const listed = await call(rpc("tasks/list", { status: "completed", statusTimestampAfter: "2000-01-01T00:00:00+02:00", historyLength: 1 }))
   t.equal(listed.result.totalSize, 1)

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import type { A2ATask, TaskState } from "../lib/types.js"
 import type { Logger } from "../lib/log.js"
@@ -49,7 +50,8 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T)
   return { promise, resolve, reject }
 }
 
-export const userMessage = (text: string, extra: Record<string, unknown> = {}) => ({ role: "user", parts: [{ kind: "text", text }], ...extra })
+/** A 0.3 user message with the messageId both versions require (a fresh one per call). */
+export const userMessage = (text: string, extra: Record<string, unknown> = {}) => ({ messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }], ...extra })
 
 export const rpc = (method: string, params: unknown, id: string | number = 1) => ({ jsonrpc: "2.0", id, method, params })
 

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto"
 import t, { type Test } from "tap"
 import { createLocalClient } from "../lib/client/client.js"
 import { serve, type ServedAgent } from "../plugins/serve.js"
@@ -567,7 +568,7 @@ const FUZZ_SEED = 0x70017e55
 /** Every this-many cases also goes over the real socket. */
 const SOCKET_EVERY = 25
 
-const sendBlocking = (text: string) => request("SendMessage", { message: { role: "user", parts: [{ kind: "text", text }] }, configuration: { blocking: true } })
+const sendBlocking = (text: string) => request("SendMessage", { message: { messageId: randomUUID(), role: "user", parts: [{ kind: "text", text }] }, configuration: { blocking: true } })
 
 async function completedTask(t: Test, srv: ServedAgent): Promise<Known> {
   const task = rpcResult(await inject(srv, JSON.stringify(sendBlocking("known"))))
@@ -739,10 +740,10 @@ t.test("deeply nested values get an answer, never a 5xx, a hang or a crash", asy
   const nested = (depth: number) => "[".repeat(depth) + "]".repeat(depth)
   const nestedObject = (depth: number) => '{"a":'.repeat(depth) + "0" + "}".repeat(depth)
   const cases: Array<[string, string]> = [
-    ["a 20k-deep array in params.metadata", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"user","parts":[{"kind":"text","text":"hi"}]},"metadata":{"deep":${nested(20_000)}},"configuration":{"blocking":true}}}`],
-    ["a 20k-deep array in message.metadata", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"user","parts":[{"kind":"text","text":"hi"}],"metadata":{"deep":${nested(20_000)}}},"configuration":{"blocking":true}}}`],
-    ["a 20k-deep object in a data part", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"ROLE_USER","parts":[{"data":${nestedObject(20_000)}}]}}}`],
-    ["a 20k-deep stream request", `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"role":"user","parts":[{"kind":"text","text":"hi"}],"metadata":{"deep":${nested(20_000)}}}}}`],
+    ["a 20k-deep array in params.metadata", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m-1","role":"user","parts":[{"kind":"text","text":"hi"}]},"metadata":{"deep":${nested(20_000)}},"configuration":{"blocking":true}}}`],
+    ["a 20k-deep array in message.metadata", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m-1","role":"user","parts":[{"kind":"text","text":"hi"}],"metadata":{"deep":${nested(20_000)}}},"configuration":{"blocking":true}}}`],
+    ["a 20k-deep object in a data part", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"data":${nestedObject(20_000)}}]}}}`],
+    ["a 20k-deep stream request", `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"m-1","role":"user","parts":[{"kind":"text","text":"hi"}],"metadata":{"deep":${nested(20_000)}}}}}`],
     ["a 20k-deep GetTask id", `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":${nested(20_000)}}}`],
     ["a 20k-deep envelope id", `{"jsonrpc":"2.0","id":${nested(20_000)},"method":"GetTask","params":{"id":"a"}}`],
     ["a 200k-deep body", nested(200_000)],
@@ -842,12 +843,12 @@ t.test("unsupported content types get 415", async (t) => {
 
 t.test("streams over the real socket end when the echo task completes; hostile stream requests get plain answers", async (t) => {
   const srv = await startAgent(t)
-  const message03 = { role: "user", parts: [{ kind: "text", text: "stream" }] }
+  const message03 = { kind: "message", messageId: "s-03", role: "user", parts: [{ kind: "text", text: "stream" }] }
   const stream03 = await overSocket(srv, text(request("message/stream", { message: message03 })))
   t.match(stream03.contentType, /^text\/event-stream/)
   t.equal(answerProblem(stream03, ""), undefined, "0.3: every event is a JSON-RPC response")
   t.match(stream03.body.trim().split("\n\n").at(-1), /"final":true/, "0.3: the last event is final")
-  const stream10 = await overSocket(srv, text(request("SendStreamingMessage", { message: { role: "ROLE_USER", parts: [{ text: "stream" }] } })), V1)
+  const stream10 = await overSocket(srv, text(request("SendStreamingMessage", { message: { messageId: "s-10", role: "ROLE_USER", parts: [{ text: "stream" }] } })), V1)
   t.equal(answerProblem(stream10, ""), undefined, "1.0: every event is a JSON-RPC response")
   t.match(stream10.body.trim().split("\n\n").at(-1), /TASK_STATE_COMPLETED/, "1.0: the last event is the completed status")
   const hostile: Array<[string, string, HeaderMap]> = [

@@ -86,7 +86,7 @@ t.test("a real server killed mid-task: its task is failed by the next server, ne
   const sent = (await fetch(firstUrl + "/", {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { role: "user", parts: [{ kind: "text", text: "hold" }] } } }),
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: "m-hold", role: "user", parts: [{ kind: "text", text: "hold" }] } } }),
   }).then((r) => r.json())) as { result: A2ATask }
   const id = sent.result.id
   const files = new FileTaskStore(dir)
@@ -134,4 +134,54 @@ t.test("a slow first sweep does not hold start-up; it finishes in the background
   gate.open = true
   await waitFor(async () => (await store.get("late-orphan"))?.status.state === "failed", 10_000, "the background sweep")
   await recovery.stop()
+})
+
+/** A memory store whose listings take at least `ms` (a large directory), timed as the store sees them. */
+function slowListing(ms: number) {
+  const store = new RecordingStore()
+  const listings: Array<{ start: number; end: number }> = []
+  const slow: TaskStore = {
+    get: (id) => store.get(id),
+    save: (task) => store.save(task),
+    list: async (query) => {
+      const start = performance.now()
+      await new Promise((resolve) => setTimeout(resolve, ms)) // the listing's own cost, not a synchronisation
+      const page = await store.list(query)
+      listings.push({ start, end: performance.now() })
+      return page
+    },
+  }
+  return { store, slow, listings }
+}
+
+t.test("while running: a sweep is repeated at most once per 20 times its duration, however often the check runs", async (t) => {
+  const { slow, listings } = slowListing(20)
+  const recovery = new RecoveryService({ store: slow, self: currentRunner(), log: memoryLogger(), checkIntervalMs: 5 })
+  await recovery.start()
+  // One sweep lists "submitted" and then "working": two listings per sweep.
+  await waitFor(() => listings.length >= 6, 20_000, "three sweeps")
+  await recovery.stop()
+  for (const sweep of [1, 2]) {
+    const previous = { start: listings[2 * sweep - 2].start, end: listings[2 * sweep - 1].end }
+    const gap = listings[2 * sweep].start - previous.end
+    t.ok(gap >= 19 * (previous.end - previous.start), `sweep ${sweep + 1} began ${gap.toFixed(0)} ms after sweep ${sweep}, which took ${(previous.end - previous.start).toFixed(0)} ms`)
+  }
+})
+
+t.test("while running: a neighbour that dies is swept for at the next check, before a sweep is due", async (t) => {
+  const { store, slow, listings } = slowListing(400)
+  const self = currentRunner()
+  const neighbour = spawn("sleep", ["600"])
+  t.teardown(() => neighbour.kill("SIGKILL"))
+  await store.save(withInternals({ id: "theirs", contextId: "c", status: { state: "working", timestamp: new Date().toISOString() } }, { runner: { ...self, pid: neighbour.pid!, instance: "neighbour" } }))
+  const recovery = new RecoveryService({ store: slow, self, log: memoryLogger(), checkIntervalMs: 10 })
+  t.teardown(() => recovery.stop())
+  await recovery.start()
+  await waitFor(() => listings.length >= 2, 20_000, "the first sweep")
+  t.equal((await store.get("theirs"))?.status.state, "working", "a live neighbour's task is left alone")
+  neighbour.kill("SIGKILL")
+  await new Promise((resolve) => neighbour.once("exit", resolve))
+  await waitFor(async () => (await store.get("theirs"))?.status.state === "failed", 20_000, "the dead neighbour's task to be failed")
+  const first = { start: listings[0].start, end: listings[1].end }
+  t.ok(listings[2].start - first.end < 19 * (first.end - first.start), "the sweep came before one was due: the neighbour's death called it")
 })

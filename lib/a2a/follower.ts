@@ -15,6 +15,8 @@ export class StoreFollower {
   private readonly generations = new Map<string, number>()
   private readonly waiters = new Map<string, Set<() => void>>()
   private unwatch: (() => Promise<void>) | undefined
+  /** Set by close(): every follow ends, and no poll is scheduled again. */
+  private closed = false
 
   constructor(
     private readonly opts: {
@@ -38,10 +40,12 @@ export class StoreFollower {
     }
   }
 
+  /** Stops watching and ends every follow, with its poll timer. */
   async close(): Promise<void> {
+    this.closed = true
+    for (const set of this.waiters.values()) for (const wake of set) wake()
     await this.unwatch?.()
     this.unwatch = undefined
-    for (const set of this.waiters.values()) for (const wake of set) wake()
   }
 
   get watching(): boolean {
@@ -66,7 +70,7 @@ export class StoreFollower {
 
   /**
    * The events of a task running elsewhere, from the stored state `first`
-   * on, until the signal aborts or the task is gone.
+   * on, until the signal aborts, the task is gone or the follower closes.
    */
   async *follow(first: A2ATask, signal: AbortSignal): AsyncIterable<TaskEvent> {
     const id = first.id
@@ -75,9 +79,9 @@ export class StoreFollower {
     if (!waiters) this.waiters.set(id, (waiters = new Set()))
     try {
       let seen = this.generations.get(id) ?? 0
-      while (!signal.aborted) {
+      while (!signal.aborted && !this.closed) {
         await this.nextChange(id, seen, signal, waiters)
-        if (signal.aborted) return
+        if (signal.aborted || this.closed) return
         seen = this.generations.get(id) ?? 0
         const task = await this.opts.store.get(id)
         if (task === undefined) return

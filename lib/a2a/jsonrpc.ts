@@ -165,7 +165,7 @@ export class JsonRpcDispatcher {
   }
 
   private async sendMessage(raw: unknown, call: Call, streaming: boolean): Promise<Answer> {
-    const params = parseSendMessageParams(raw)
+    const params = parseSendMessageParams(raw, call.codec.version)
     checkOutputModes(params)
     if (hasPushConfig(raw)) {
       throw new A2AError(ErrorCode.PushNotificationNotSupported, "Push notifications are not supported by this agent; leave out the push notification config")

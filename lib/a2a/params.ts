@@ -1,4 +1,5 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv"
+import { normalizeTimestamp, TIMESTAMP_EXAMPLE } from "../timestamp.js"
 import type { JsonObject } from "../types.js"
 import { decodePageToken, type TaskQuery } from "../stores/list.js"
 import { A2AError } from "./errors.js"
@@ -136,13 +137,28 @@ const validators = {
   listTasks: ajv.compile<ListTasksParams>(listTasksSchema),
 }
 
-export const parseSendMessageParams = (params: unknown) => check(validators.sendMessage, params)
+/**
+ * SendMessage and SendStreamingMessage params, a new task or a follow-up.
+ * `messageId` is required, as both versions define it; the one exception is
+ * the short 0.3 form the spec's example sends (`{role, parts}`: no `kind`,
+ * no `messageId`), which the server gives an id.
+ */
+export function parseSendMessageParams(raw: unknown, version: WireVersion): SendMessageParams {
+  const params = check(validators.sendMessage, raw)
+  const { message } = params
+  const shortForm = version === "0.3" && message.kind === undefined
+  if (message.messageId === undefined && !shortForm) {
+    throw A2AError.invalidParams("params.message.messageId", "is required: a unique id the sender gives each message")
+  }
+  return params
+}
 /** GetTask, CancelTask and SubscribeToTask: `{ id, historyLength? }`. */
 export const parseTaskIdParams = (params: unknown) => check(validators.taskId, params)
 /**
  * ListTasks params as a store query: the status in the version's spelling
  * (TASK_STATE_UNSPECIFIED, or the official JS client's UNRECOGNIZED, means no
- * filter), the time normalized to ISO-8601 UTC, the page token checked.
+ * filter), the time checked as RFC 3339 and normalized to ISO-8601 UTC, the
+ * page token checked.
  */
 export function parseListTasksQuery(raw: unknown, version: WireVersion): { query: TaskQuery; historyLength?: number } {
   const params = check(validators.listTasks, raw)
@@ -156,9 +172,9 @@ export function parseListTasksQuery(raw: unknown, version: WireVersion): { query
     query.status = state
   }
   if (params.statusTimestampAfter !== undefined) {
-    const time = Date.parse(params.statusTimestampAfter)
-    if (Number.isNaN(time)) throw A2AError.invalidParams("params.statusTimestampAfter", "must be an ISO-8601 time such as 2026-01-31T12:00:00Z")
-    query.statusTimestampAfter = new Date(time).toISOString()
+    const after = normalizeTimestamp(params.statusTimestampAfter)
+    if (after === undefined) throw A2AError.invalidParams("params.statusTimestampAfter", `must be ${TIMESTAMP_EXAMPLE}`)
+    query.statusTimestampAfter = after
   }
   if (params.pageToken !== undefined && params.pageToken !== "") {
     try {

@@ -10,7 +10,7 @@ export type LivenessCheck = (runner: RunnerId, self: RunnerId) => boolean | Prom
 
 /**
  * The default check, for processes sharing one host (a rolling redeploy on
- * one machine, one directory): alive when its pid is. A process on another
+ * one machine, one directory): alive when its pid is (a zombie is not). A process on another
  * host cannot be checked from here and counts as alive; a store shared
  * across hosts needs leases instead.
  */
@@ -33,12 +33,27 @@ const UNFINISHED: TaskState[] = ["submitted", "working"]
 /**
  * Fails the Tasks left `submitted` or `working` by a process that died, so a
  * peer polling them learns they will not finish. Needs a store with `list`;
- * Tasks whose process may be alive are left alone. Returns the ids failed.
+ * Tasks whose process may be alive are left alone (and, when another
+ * process runs them, its runner is told to `onAlive`). Returns the ids failed.
  */
-export async function recoverInterrupted(opts: { store: TaskStore; self: RunnerId; log: Logger; isAlive?: LivenessCheck; signal?: AbortSignal }): Promise<string[]> {
+export async function recoverInterrupted(opts: {
+  store: TaskStore
+  self: RunnerId
+  log: Logger
+  isAlive?: LivenessCheck
+  signal?: AbortSignal
+  onAlive?: (runner: RunnerId) => void
+}): Promise<string[]> {
   const { store, self, log } = opts
   const isAlive = opts.isAlive ?? sameHostLiveness
   if (!store.list) return []
+  // One verdict per process and sweep: a busy neighbour has many Tasks, its pid is checked once.
+  const verdicts = new Map<string, Promise<boolean>>()
+  const alive = (runner: RunnerId): Promise<boolean> => {
+    let verdict = verdicts.get(runner.instance)
+    if (verdict === undefined) verdicts.set(runner.instance, (verdict = Promise.resolve(isAlive(runner, self))))
+    return verdict
+  }
   const failed: string[] = []
   for (const state of UNFINISHED) {
     const orphans: A2ATask[] = []
@@ -48,7 +63,9 @@ export async function recoverInterrupted(opts: { store: TaskStore; self: RunnerI
       const page = await store.list({ status: state, pageSize: 100, pageToken, includeArtifacts: true })
       for (const task of page.tasks) {
         const runner = internalsOf(task).runner
-        if (runner !== undefined && !(await isAlive(runner, self))) orphans.push(task)
+        if (runner === undefined) continue
+        if (!(await alive(runner))) orphans.push(task)
+        else if (runner.instance !== self.instance) opts.onAlive?.(runner)
       }
       pageToken = page.nextPageToken || undefined
     } while (pageToken)
@@ -78,20 +95,44 @@ export async function recoverInterrupted(opts: { store: TaskStore; self: RunnerI
   return failed
 }
 
+export interface RecoveryOptions {
+  store: TaskStore
+  self: RunnerId
+  log: Logger
+  /** On a store with leases: how long a server counts as alive after its last renewal (default 15000 ms). */
+  leaseTtlMs?: number
+  /** Without leases: how often the processes of unfinished Tasks are checked again (default 5000 ms). */
+  checkIntervalMs?: number
+}
+
 /**
- * Recovery for the life of a server. On a store with leases (shared by
- * servers on several hosts) it renews this server's lease every third of
- * `leaseTtlMs` and sweeps for dead servers' Tasks every `leaseTtlMs`; on
- * any other store it sweeps once, at start, by pid.
+ * Recovery for the life of a server: a sweep at start, then a check every
+ * `checkIntervalMs` (by pid) or `leaseTtlMs` (on a store with leases, whose
+ * lease it renews every third of that). A check sweeps again at once when a
+ * process seen running Tasks has died since (a neighbour on the same
+ * directory killed in a rolling redeploy), and otherwise when the sweep is
+ * due: at most one sweep per SWEEP_DUTY times the last one's duration, so a
+ * large store is not read end to end every few seconds. stop() ends it all.
  */
 export class RecoveryService {
-  private timers: NodeJS.Timeout[] = []
-  private readonly ttl: number
+  private readonly every: number
   private readonly stopping = new AbortController()
+  private readonly isAlive: LivenessCheck
+  /** The sweeps, one after the other; settles when the last one asked for has. */
   private sweeping: Promise<void> = Promise.resolve()
+  private checking: Promise<void> = Promise.resolve()
+  private renewing: Promise<void> = Promise.resolve()
+  private checkTimer: NodeJS.Timeout | undefined
+  private renewTimer: NodeJS.Timeout | undefined
+  /** Other processes seen running unfinished Tasks at the last sweep, by instance. */
+  private neighbours = new Map<string, RunnerId>()
+  private lastSweepEnd = 0
+  private lastSweepMs = 0
 
-  constructor(private readonly opts: { store: TaskStore; self: RunnerId; log: Logger; leaseTtlMs?: number }) {
-    this.ttl = opts.leaseTtlMs ?? 15_000
+  constructor(private readonly opts: RecoveryOptions) {
+    const leases = opts.store.leases
+    this.isAlive = leases ? leaseLiveness(leases) : sameHostLiveness
+    this.every = leases ? (opts.leaseTtlMs ?? 15_000) : (opts.checkIntervalMs ?? 5000)
   }
 
   /**
@@ -100,46 +141,88 @@ export class RecoveryService {
    * so the server still starts in time.
    */
   async start(): Promise<void> {
-    const { store, self, log } = this.opts
-    const leases = store.leases
-    const sweep = () =>
-      (this.sweeping = this.sweeping.then(async () => {
-        try {
-          const isAlive = leases ? leaseLiveness(leases) : sameHostLiveness
-          await recoverInterrupted({ store, self, log, isAlive, signal: this.stopping.signal })
-        } catch (err) {
-          log.error(errorFields(err), "could not look for tasks interrupted by a stopped server")
-        }
-      }))
+    const leases = this.opts.store.leases
     if (leases) {
-      const renew = async () => {
-        try {
-          await leases.renew(self.instance, this.ttl)
-        } catch (err) {
-          log.warn(errorFields(err), "could not renew this server's lease")
-        }
-      }
+      const ttl = this.every
+      const renew = () => (this.renewing = this.renew(leases, ttl))
       await renew()
-      this.timers = [setInterval(renew, Math.max(1, Math.floor(this.ttl / 3))), setInterval(sweep, this.ttl)]
-      for (const timer of this.timers) timer.unref()
+      this.renewTimer = setInterval(renew, Math.max(1, Math.floor(ttl / 3)))
+      this.renewTimer.unref()
     }
     let waited: NodeJS.Timeout | undefined
-    await Promise.race([sweep(), new Promise((resolve) => (waited = setTimeout(resolve, FIRST_SWEEP_WAIT_MS)))])
+    await Promise.race([this.sweep(), new Promise((resolve) => (waited = setTimeout(resolve, FIRST_SWEEP_WAIT_MS)))])
     clearTimeout(waited)
+    this.scheduleCheck()
   }
 
+  /** Ends the checks and the lease renewals, waits for a sweep under way to stop, and gives the lease up. */
   async stop(): Promise<void> {
-    for (const timer of this.timers) clearInterval(timer)
-    this.timers = []
     this.stopping.abort()
-    await this.sweeping
+    clearTimeout(this.checkTimer)
+    clearInterval(this.renewTimer)
+    await Promise.all([this.checking, this.sweeping, this.renewing])
     try {
       await this.opts.store.leases?.release(this.opts.self.instance)
     } catch (err) {
       this.opts.log.warn(errorFields(err), "could not release this server's lease")
     }
   }
+
+  private async renew(leases: LeaseBook, ttl: number): Promise<void> {
+    try {
+      await leases.renew(this.opts.self.instance, ttl)
+    } catch (err) {
+      this.opts.log.warn(errorFields(err), "could not renew this server's lease")
+    }
+  }
+
+  private scheduleCheck(): void {
+    if (this.stopping.signal.aborted) return
+    this.checkTimer = setTimeout(() => {
+      this.checking = this.check().finally(() => this.scheduleCheck())
+    }, this.every)
+    this.checkTimer.unref()
+  }
+
+  /** Sweeps when a neighbour died since the last sweep, or when one is due. */
+  private async check(): Promise<void> {
+    await this.sweeping
+    const due = performance.now() - this.lastSweepEnd >= this.lastSweepMs * (SWEEP_DUTY - 1)
+    if (due || (await this.aNeighbourDied())) await this.sweep()
+  }
+
+  private async aNeighbourDied(): Promise<boolean> {
+    for (const runner of this.neighbours.values()) {
+      if (this.stopping.signal.aborted) return false
+      try {
+        if (!(await this.isAlive(runner, this.opts.self))) return true
+      } catch (err) {
+        this.opts.log.warn(errorFields(err), "could not check whether another server is alive")
+      }
+    }
+    return false
+  }
+
+  private sweep(): Promise<void> {
+    this.sweeping = this.sweeping.then(async () => {
+      if (this.stopping.signal.aborted) return
+      const { store, self, log } = this.opts
+      const started = performance.now()
+      const neighbours = new Map<string, RunnerId>()
+      try {
+        await recoverInterrupted({ store, self, log, isAlive: this.isAlive, signal: this.stopping.signal, onAlive: (runner) => neighbours.set(runner.instance, runner) })
+        this.neighbours = neighbours
+      } catch (err) {
+        log.error(errorFields(err), "could not look for tasks interrupted by a stopped server")
+      }
+      this.lastSweepEnd = performance.now()
+      this.lastSweepMs = this.lastSweepEnd - started
+    })
+    return this.sweeping
+  }
 }
 
 /** How long start-up waits for the first sweep before leaving it to the background. */
 const FIRST_SWEEP_WAIT_MS = 2000
+/** A sweep that took d ms is not due again for SWEEP_DUTY × d: at most 1/SWEEP_DUTY of the time goes on sweeps (the file store reads every Task file in one). */
+const SWEEP_DUTY = 20

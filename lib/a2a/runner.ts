@@ -11,9 +11,6 @@ import { eventQueue, type TaskEvent, type TaskEvents } from "./events.js"
 import { currentRunner, internalsOf, retireRunner, withInternals, type RunnerId } from "../internals.js"
 import { copyWith } from "../objects.js"
 
-/** An incoming message before the runner gives it ids. */
-export type IncomingMessage = Omit<A2AMessage, "messageId"> & { messageId?: string }
-
 export interface TaskRunnerOptions {
   store: TaskStore
   client: Client
@@ -47,6 +44,19 @@ export interface StartedTask {
   events?: AsyncIterableIterator<TaskEvent> & { close(): void }
 }
 
+/** A final save that failed, waiting for its next try. */
+interface PendingFinalSave {
+  record: Running
+  final: A2ATask
+  artifact?: A2AArtifact
+  /** Tries so far. */
+  attempt: number
+  /** The wait before the next try; undefined while a try is under way. */
+  timer?: NodeJS.Timeout
+  /** The try under way. */
+  saving?: Promise<void>
+}
+
 /** One run of a task in this process, queued or going. */
 interface Running {
   task: A2ATask
@@ -72,8 +82,8 @@ const now = (): string => {
   return lastIso
 }
 
-/** Tries of a final save that failed: 0.5 s, 1 s, 2 s … about a minute in all. */
-const FINAL_SAVE_ATTEMPTS = 7
+/** Tries of a final save, the first included: then 0.5 s, 1 s, 2 s … later, about a minute in all. */
+const FINAL_SAVE_ATTEMPTS = 8
 
 
 /** States a stream or a blocking call stops at: terminal, or waiting on the peer. */
@@ -98,6 +108,9 @@ export class TaskRunner {
   private readonly queue: Running[] = []
   private going = 0
   private accepting = true
+  /** Set once stop() has drained: a final save that fails now is not retried. */
+  private stopped = false
+  private readonly pendingFinalSaves = new Set<PendingFinalSave>()
   readonly self: RunnerId
   private readonly maxRunning: number
   private readonly maxQueued: number
@@ -124,7 +137,7 @@ export class TaskRunner {
   }
 
   /** Saves a new `submitted` Task for the message and starts fulfilling it (or queues it). */
-  async start(incoming: IncomingMessage, opts: StartOptions = {}): Promise<StartedTask> {
+  async start(incoming: A2AMessage, opts: StartOptions = {}): Promise<StartedTask> {
     this.assertCanTake()
     const id = randomUUID()
     const contextId = incoming.contextId ?? randomUUID()
@@ -138,7 +151,7 @@ export class TaskRunner {
   }
 
   /** Continues an `input-required` Task with the peer's answer. */
-  async resume(task: A2ATask, incoming: IncomingMessage, opts: StartOptions = {}): Promise<StartedTask> {
+  async resume(task: A2ATask, incoming: A2AMessage, opts: StartOptions = {}): Promise<StartedTask> {
     this.assertCanTake()
     if (this.running.has(task.id)) throw new A2AError(ErrorCode.UnsupportedOperation, `Task ${truncate(task.id)} is already running`)
     const message = this.stamp(incoming, task.id, task.contextId)
@@ -182,16 +195,33 @@ export class TaskRunner {
 
   /**
    * Stops taking tasks, gives running ones `graceMs` to finish, then aborts
-   * them; a task that still has not finished is marked failed.
+   * them; a task that still has not finished is marked failed. A final save
+   * still waiting to be retried is tried once more at once, then given up
+   * (restart recovery fails the task): nothing of the runner outlives stop().
    */
   async stop(graceMs: number): Promise<void> {
     this.accepting = false
     try {
       await this.drain(graceMs)
+      this.stopped = true
+      await this.lastTryOfFinalSaves()
     } finally {
       // Only now: until its tasks are settled, another server in this process must count this one alive.
       retireRunner(this.self)
     }
+  }
+
+  private async lastTryOfFinalSaves(): Promise<void> {
+    await Promise.all(
+      [...this.pendingFinalSaves].map((pending) => {
+        if (pending.timer !== undefined) {
+          clearTimeout(pending.timer)
+          pending.timer = undefined
+          pending.saving = this.tryFinalSave(pending)
+        }
+        return pending.saving
+      }),
+    )
   }
 
   private async drain(graceMs: number): Promise<void> {
@@ -218,8 +248,9 @@ export class TaskRunner {
     }
   }
 
-  private stamp(incoming: IncomingMessage, taskId: string, contextId: string | undefined): A2AMessage {
-    return copyWith(incoming, { kind: "message" as const, messageId: incoming.messageId ?? randomUUID(), taskId, contextId })
+  /** The message as the Task's history keeps it: tied to its task and context. */
+  private stamp(incoming: A2AMessage, taskId: string, contextId: string | undefined): A2AMessage {
+    return copyWith(incoming, { kind: "message" as const, taskId, contextId })
   }
 
   private launch(task: A2ATask, watch: boolean, lookUpContext: boolean): StartedTask {
@@ -310,29 +341,45 @@ export class TaskRunner {
     } catch (err) {
       if (err instanceof TaskConflictError) return false // finished elsewhere first; already logged
       this.opts.log.error({ taskId: record.task.id, state, ...errorFields(err) }, "task store failed to save the final state; retrying")
-      this.retryFinalSave(record, final, artifact)
+      const pending: PendingFinalSave = { record, final, artifact, attempt: 1 }
+      this.pendingFinalSaves.add(pending)
+      this.retryLater(pending)
       return false
     }
   }
 
-  /** Retries a final save with backoff (0.5 s doubling, about a minute in all); the state is also announced locally. */
-  private retryFinalSave(record: Running, final: A2ATask, artifact: A2AArtifact | undefined, attempt = 1): void {
-    if (attempt > FINAL_SAVE_ATTEMPTS) {
-      this.opts.log.error({ taskId: final.id, state: final.status.state }, "gave up saving the final state; restart recovery will fail the task")
+  /** Waits before the next try of a final save: 0.5 s doubling, about a minute in all; none once stopped. */
+  private retryLater(pending: PendingFinalSave): void {
+    if (pending.attempt >= FINAL_SAVE_ATTEMPTS || this.stopped) {
+      this.pendingFinalSaves.delete(pending)
+      const when = this.stopped ? "at shutdown" : `after ${pending.attempt} tries`
+      this.opts.log.error({ taskId: pending.final.id, state: pending.final.status.state }, `gave up saving the final state ${when}; restart recovery will fail the task`)
       return
     }
-    const timer = setTimeout(async () => {
-      try {
-        await this.opts.store.save(final)
-        record.task = final
-        this.published(final, artifact)
-      } catch (err) {
-        if (err instanceof TaskConflictError) return
-        this.opts.log.warn({ taskId: final.id, attempt, ...errorFields(err) }, "final save failed again")
-        this.retryFinalSave(record, final, artifact, attempt + 1)
+    pending.timer = setTimeout(() => {
+      pending.timer = undefined
+      pending.saving = this.tryFinalSave(pending)
+    }, 500 * 2 ** (pending.attempt - 1))
+    pending.timer.unref()
+  }
+
+  /** Tries a final save again; once saved, the state is announced locally. Never rejects. */
+  private async tryFinalSave(pending: PendingFinalSave): Promise<void> {
+    const { record, final, artifact } = pending
+    try {
+      await this.opts.store.save(final)
+      this.pendingFinalSaves.delete(pending)
+      record.task = final
+      this.published(final, artifact)
+    } catch (err) {
+      if (err instanceof TaskConflictError) {
+        this.pendingFinalSaves.delete(pending)
+        return
       }
-    }, 500 * 2 ** (attempt - 1))
-    timer.unref()
+      pending.attempt++
+      this.opts.log.warn({ taskId: final.id, attempt: pending.attempt, ...errorFields(err) }, "final save failed again")
+      this.retryLater(pending)
+    }
   }
 
   private async transition(record: Running, next: A2ATask, artifact?: A2AArtifact): Promise<void> {

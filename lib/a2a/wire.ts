@@ -1,9 +1,9 @@
+import { randomUUID } from "node:crypto"
 import { publicMetadata, publicTask } from "../internals.js"
 import { copyWith } from "../objects.js"
 import type { A2AArtifact, A2AMessage, A2APart, A2ATask, A2ATaskStatus, JsonObject, TaskState } from "../types.js"
 import { A2AError, ErrorCode } from "./errors.js"
 import type { TaskEvent } from "./events.js"
-import type { IncomingMessage } from "./runner.js"
 
 /**
  * The one place stored shapes become wire shapes and back.
@@ -245,11 +245,12 @@ export interface WireMessage {
   metadata?: JsonObject
 }
 
-/** An incoming message, 0.3 or 1.0 shaped, in the stored form. */
-export function messageFromWire(message: WireMessage): IncomingMessage {
+/** An incoming message, 0.3 or 1.0 shaped, in the stored form; the short 0.3 form (no messageId) gets one here. */
+export function messageFromWire(message: WireMessage): A2AMessage {
   const { role, parts } = message
   return copyWith(message, {
     kind: "message" as const,
+    messageId: message.messageId ?? randomUUID(),
     role: role === "agent" || role === "ROLE_AGENT" ? ("agent" as const) : ("user" as const),
     parts: parts.map((part) => ("kind" in part ? (part as A2APart) : partFromV1(part))),
   })

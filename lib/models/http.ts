@@ -84,21 +84,26 @@ export async function postJson<T>(
 
 /** One POST; only the caller's abort escapes as a throw, every other failure is an Attempt. */
 async function sendOnce(endpoint: Endpoint, payload: string, signal: AbortSignal | undefined): Promise<Attempt> {
-  const timeout = AbortSignal.timeout(endpoint.timeoutMs)
+  // Not AbortSignal.timeout: its timer stays pending for the whole timeoutMs after the answer came.
+  const timeout = new AbortController()
+  const timer = setTimeout(() => timeout.abort(), endpoint.timeoutMs)
+  timer.unref()
   try {
     const response = await fetch(endpoint.url, {
       method: "POST",
       headers: endpoint.headers,
       body: payload,
-      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      signal: signal ? AbortSignal.any([signal, timeout.signal]) : timeout.signal,
     })
     const text = await response.text()
     const retryAfterMs = parseRetryAfter(response.headers.get("retry-after"))
     return { kind: "answer", status: response.status, statusText: response.statusText, text, ...(retryAfterMs !== undefined && { retryAfterMs }) }
   } catch (err) {
     if (signal?.aborted) throw signal.reason
-    if (timeout.aborted) return { kind: "timeout" }
+    if (timeout.signal.aborted) return { kind: "timeout" }
     return { kind: "unreachable", reason: failureReason(err) }
+  } finally {
+    clearTimeout(timer)
   }
 }
 
