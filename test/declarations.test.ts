@@ -58,6 +58,7 @@ t.test("no declaration of toolnexus/stores names pg or nats, and an app without 
         declaration: true,
         emitDeclarationOnly: true,
         sourceMap: false,
+        inlineSources: false,
         // Node's types from the package, not from beside this tmp tsconfig.
         typeRoots: [path.join(root, "node_modules", "@types")],
         types: ["node"],
