@@ -1,28 +1,10 @@
 import t from "tap"
 import { A2AError, ErrorCode } from "../lib/a2a/errors.js"
-import { StoreFollower } from "../lib/a2a/follower.js"
-import { JsonRpcDispatcher, type DispatchOutcome } from "../lib/a2a/jsonrpc.js"
-import { TaskEvents } from "../lib/a2a/events.js"
-import { TaskRunner } from "../lib/a2a/runner.js"
-import { createLocalClient, type Client, type ModelFunction } from "../lib/client/client.js"
 import { withInternals } from "../lib/internals.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import type { A2ATask } from "../lib/types.js"
-import { deferred, FlakyStore, memoryLogger, RecordingStore, rpc, sampleTask, userMessage, waitFor } from "./helpers.js"
-
-function setup(respond: ModelFunction | Client = () => "DONE", store: TaskStore = new RecordingStore()) {
-  const log = memoryLogger()
-  const client = typeof respond === "function" ? createLocalClient(respond) : respond
-  const events = new TaskEvents()
-  const runner = new TaskRunner({ store, client, log, events })
-  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower: new StoreFollower({ store, runner, log, pollIntervalMs: 10 }) })
-  const call = async (body: unknown) => answerOf(await dispatcher.dispatch(body, { log }))
-  return { store, log, runner, dispatcher, call }
-}
-
-/** The JSON-RPC response an outcome carries, parsed. */
-const answerOf = (outcome: DispatchOutcome) => (outcome.body === undefined ? undefined : JSON.parse(outcome.body))
+import { answerOf, deferred, dispatcherFor as setup, FlakyStore, memoryLogger, RecordingStore, rpc, sampleTask, userMessage, waitFor } from "./helpers.js"
 
 t.test("SendMessage saves submitted, then working, then completed with the answer", async (t) => {
   const { store, call } = setup(({ messages }) => `answer to ${messages.at(-1)?.content}`)

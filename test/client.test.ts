@@ -1,66 +1,9 @@
-import t, { type Test } from "tap"
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
+import t from "tap"
 import { createClient, createLocalClient, type ChatMessage, type ModelFunction } from "../lib/client/client.js"
 import { createToolkit, type Tool } from "../lib/tools/toolkit.js"
-
-/** The parts of a request body the assertions look at. */
-interface WireBody {
-  model?: string
-  max_tokens?: number
-  system?: string
-  messages: Array<{ role: string; content: unknown; tool_calls?: unknown; tool_call_id?: string }>
-  tools?: unknown[]
-}
-
-interface Recorded {
-  method: string
-  path: string
-  headers: IncomingHttpHeaders
-  body: WireBody
-}
-
-/** A scripted answer; "hang" keeps the request open until the test ends. */
-type Scripted = ({ json: unknown } | { text: string }) & { status?: number; headers?: Record<string, string> } | "hang"
+import { closedPort, modelServer } from "./helpers.js"
 
 const KEY = "sk-test-0123456789abcdef"
-
-/** A real HTTP model endpoint on 127.0.0.1 that records requests and plays `script` in order. */
-async function modelServer(t: Test, script: Scripted[]): Promise<{ url: string; requests: Recorded[] }> {
-  const requests: Recorded[] = []
-  const server = createServer((req, res) => {
-    let raw = ""
-    req.setEncoding("utf8")
-    req.on("data", (chunk: string) => (raw += chunk))
-    req.on("end", () => {
-      requests.push({ method: req.method ?? "", path: req.url ?? "", headers: req.headers, body: JSON.parse(raw) as WireBody })
-      answer(res, script[requests.length - 1] ?? { status: 500, text: "the test script ran out of answers" })
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  t.teardown(() => {
-    server.closeAllConnections()
-    return new Promise<void>((resolve) => server.close(() => resolve()))
-  })
-  const { port } = server.address() as AddressInfo
-  return { url: `http://127.0.0.1:${port}`, requests }
-}
-
-function answer(res: ServerResponse, scripted: Scripted): void {
-  if (scripted === "hang") return
-  const isJson = "json" in scripted
-  res.writeHead(scripted.status ?? 200, { "content-type": isJson ? "application/json" : "text/html", ...scripted.headers })
-  res.end(isJson ? JSON.stringify(scripted.json) : scripted.text)
-}
-
-/** A port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
 
 function addTool(calls: Array<{ a: unknown; b: unknown }> = []): Tool {
   return {

@@ -4,7 +4,7 @@ import { ClientFactory } from "@a2a-js/sdk/client"
 import t, { type Test } from "tap"
 import { createLocalClient, type ModelFunction } from "../lib/client/client.js"
 import { serve, type ServedAgent } from "../plugins/serve.js"
-import { deferred, waitFor } from "./helpers.js"
+import { deferred, postRpc, sseMessages, waitFor } from "./helpers.js"
 
 /**
  * A real listening server driven by the official @a2a-js/sdk 1.x client
@@ -143,8 +143,7 @@ t.test("official SDK: not-found errors", async (t) => {
 })
 
 /** A 0.3 peer: no A2A-Version header, `kind` on parts, bare Task results. */
-const post = (srv: ServedAgent, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(srv.url + "/", { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) })
+const post = (srv: ServedAgent, body: unknown, headers: Record<string, string> = {}) => postRpc(srv.url, body, headers)
 
 t.test("a 0.3 peer: SendMessage then GetTask polling, with kind parts", async (t) => {
   const { srv } = await start(t)
@@ -164,10 +163,7 @@ t.test("a 0.3 peer: message/stream events carry kind and final", async (t) => {
   const { srv } = await start(t)
   const res = await post(srv, { jsonrpc: "2.0", id: 9, method: "message/stream", params: { message: { messageId: "s1", role: "user", parts: [{ kind: "text", text: "s" }] } } })
   t.match(res.headers.get("content-type"), /^text\/event-stream/)
-  const events = (await res.text())
-    .split("\n\n")
-    .filter(Boolean)
-    .map((chunk) => JSON.parse(chunk.replace(/^data: /, "")))
+  const events = sseMessages(await res.text())
   t.ok(events.every((e) => e.jsonrpc === "2.0" && e.id === 9), "each event is a response to the request id")
   t.same(
     events.map((e) => [e.result.kind, e.result.status?.state, e.result.final]),

@@ -5,21 +5,16 @@ import { TaskRunner } from "../lib/a2a/runner.js"
 import { createLocalClient } from "../lib/client/client.js"
 import { INTERNALS_KEY } from "../lib/internals.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
-import type { A2ATask } from "../lib/types.js"
 import { toolnexusA2A, type ToolnexusA2AOptions } from "../plugins/a2a.js"
-import { deferred, memoryLogger, RecordingStore, rpc, userMessage, waitFor } from "./helpers.js"
+import { a2aApp, deferred, injectRpc, memoryLogger, RecordingStore, rpc, sampleTask, userMessage, waitFor } from "./helpers.js"
 
 const ALICE = "alice-secret-0123456789"
 const BOB = "bob-secret-0123456789ab"
 
 async function app(t: Test, opts: Partial<ToolnexusA2AOptions> = {}) {
   const store = new RecordingStore()
-  const instance = Fastify()
-  await instance.register(toolnexusA2A, { client: createLocalClient(() => "ok"), store, ...opts })
-  t.teardown(() => instance.close())
-  await instance.ready()
-  const post = (body: unknown, headers: Record<string, string> = {}) =>
-    instance.inject({ method: "POST", url: "/", headers: { "content-type": "application/json", ...headers }, payload: JSON.stringify(body) })
+  const instance = await a2aApp(t, { client: createLocalClient(() => "ok"), store, ...opts })
+  const post = (body: unknown, headers: Record<string, string> = {}) => injectRpc(instance, body, headers)
   return { instance, store, post }
 }
 
@@ -152,7 +147,7 @@ t.test("a queued task can be canceled before it starts, and stop() fails the one
 })
 
 t.test("InMemoryTaskStore drops finished tasks first when full, and after their TTL", async (t) => {
-  const task = (id: string, state: A2ATask["status"]["state"]): A2ATask => ({ id, status: { state } })
+  const task = sampleTask
   const bounded = new InMemoryTaskStore({ maxTasks: 3 })
   await bounded.save(task("done-1", "completed"))
   await bounded.save(task("open-1", "working"))

@@ -4,20 +4,12 @@ import { connect, type KV, type NatsConnection } from "nats"
 import t, { type Test } from "tap"
 import { idFromNatsKey, loadNatsDriver, natsKey, NatsTaskStore } from "../lib/stores/nats.js"
 import { TaskConflictError } from "../lib/stores/task-store.js"
-import type { A2ATask } from "../lib/types.js"
-import { waitFor } from "./helpers.js"
+import { NATS_URL, sampleTask, waitFor } from "./helpers.js"
 import { storeContract } from "./store-contract.js"
 
-// A NATS server with JetStream: `nats-server -js` on the default port, or NATS_URL.
-const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
+// Runs against a NATS server with JetStream: `nats-server -js` on the default port, or NATS_URL.
 
-const task = (id: string, state: A2ATask["status"]["state"] = "submitted", extra: Partial<A2ATask> = {}): A2ATask => ({
-  id,
-  contextId: "ctx-1",
-  kind: "task",
-  status: { state, timestamp: new Date().toISOString() },
-  ...extra,
-})
+const task = sampleTask
 
 /** A plain client connection for looking at the buckets from outside the store; closed when the test ends. */
 async function rawConnection(t: Test): Promise<NatsConnection> {

@@ -6,14 +6,13 @@ import { pageOfTasks, type TaskQuery } from "../lib/stores/list.js"
 import { PostgresTaskStore, type PostgresTaskStoreOptions } from "../lib/stores/postgres.js"
 import { TaskConflictError } from "../lib/stores/task-store.js"
 import type { A2ATask, TaskState } from "../lib/types.js"
-import { waitFor, sampleTask } from "./helpers.js"
+import { PG_URL, sampleTask, waitFor } from "./helpers.js"
 import { storeContract } from "./store-contract.js"
 
 /**
  * Runs against a real PostgreSQL (TOOLNEXUS_TEST_PG_URL, default the local
  * test database). Every test works on tables of its own, dropped after it.
  */
-const PG_URL = process.env.TOOLNEXUS_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 const admin = new pg.Pool({ connectionString: PG_URL, max: 2 })
 t.teardown(() => admin.end())
 

@@ -4,7 +4,7 @@ import t from "tap"
 import { createClient, createLocalClient } from "../lib/client/client.js"
 import { createLogger, parseAddress, serve } from "../plugins/serve.js"
 import { createToolkit } from "../lib/tools/toolkit.js"
-import { deferred, RecordingStore, rpc, userMessage, waitFor } from "./helpers.js"
+import { callRpc, deferred, modelServer, RecordingStore, rpc, userMessage, waitFor } from "./helpers.js"
 
 /** A pino logger writing JSON lines into an array. */
 function capturedLogger() {
@@ -19,9 +19,6 @@ function capturedLogger() {
   })
   return { logger: pino({ level: "info" }, stream), lines, raw }
 }
-
-const postRpc = (url: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(url + "/", { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) }).then((r) => r.json() as Promise<any>)
 
 t.test("parseAddress", async (t) => {
   t.same(parseAddress("127.0.0.1:0"), { host: "127.0.0.1", port: 0 })
@@ -40,12 +37,12 @@ t.test("serve() listens, answers, logs one line per request and per transition, 
   t.teardown(() => srv.stop())
   t.match(srv.url, /^http:\/\/127\.0\.0\.1:\d+$/)
 
-  const sent = await postRpc(srv.url, rpc("SendMessage", { message: userMessage("hi") }))
+  const sent = await callRpc(srv.url, rpc("SendMessage", { message: userMessage("hi") }))
   const id = sent.result.id
   await waitFor(() => store.statesOf(id).includes("completed"))
-  const got = await postRpc(srv.url, rpc("GetTask", { id }))
+  const got = await callRpc(srv.url, rpc("GetTask", { id }))
   t.equal(got.result.status.state, "completed")
-  const missing = await postRpc(srv.url, rpc("GetTask", { id: "nope" }))
+  const missing = await callRpc(srv.url, rpc("GetTask", { id: "nope" }))
   t.equal(missing.error.code, -32001)
 
   const requests = lines.filter((l) => l.msg === "a2a request")
@@ -65,26 +62,18 @@ t.test("serve() on IPv6 loopback", async (t) => {
   const srv = await serve("[::1]:0", { client: createLocalClient(() => "v6"), logger: false })
   t.teardown(() => srv.stop())
   t.match(srv.url, /^http:\/\/\[::1\]:\d+$/)
-  const sent = await postRpc(srv.url, rpc("SendMessage", { message: userMessage("x"), configuration: { blocking: true } }))
+  const sent = await callRpc(srv.url, rpc("SendMessage", { message: userMessage("x"), configuration: { blocking: true } }))
   t.equal(sent.result.artifacts[0].parts[0].text, "v6")
 })
 
 t.test("credentials never reach the log", async (t) => {
   const { logger, raw } = capturedLogger()
-  const llm = await import("node:http").then(({ createServer }) =>
-    createServer((_req, res) => {
-      res.writeHead(401, { "content-type": "application/json" })
-      res.end(JSON.stringify({ error: { message: "Incorrect API key provided" } }))
-    }),
-  )
-  await new Promise<void>((resolve) => llm.listen(0, "127.0.0.1", resolve))
-  t.teardown(() => llm.close())
-  const port = (llm.address() as { port: number }).port
-  const client = createClient({ baseUrl: `http://127.0.0.1:${port}`, style: "openai", model: "m", apiKey: "sk-model-key-123" })
+  const llm = await modelServer(t, [{ status: 401, json: { error: { message: "Incorrect API key provided" } } }])
+  const client = createClient({ baseUrl: llm.url, style: "openai", model: "m", apiKey: "sk-model-key-123" })
   const store = new RecordingStore()
   const srv = await serve("127.0.0.1:0", { client, a2a: { store }, logger })
   t.teardown(() => srv.stop())
-  const sent = await postRpc(srv.url, rpc("SendMessage", { message: userMessage("x") }), { authorization: "Bearer peer-token-456", "x-api-key": "peer-key-789" })
+  const sent = await callRpc(srv.url, rpc("SendMessage", { message: userMessage("x") }), { authorization: "Bearer peer-token-456", "x-api-key": "peer-key-789" })
   await waitFor(() => store.statesOf(sent.result.id).includes("failed"))
   const task = await store.get(sent.result.id)
   t.match(task?.status.message?.parts[0], { text: /401/ }, "the failure reason reaches the task")
@@ -103,7 +92,7 @@ t.test("pino options and logger: false are accepted; a host's redact keeps ours"
   logger.info({ token: "t-1", headers: { authorization: "Bearer b-2" } }, "x")
   t.notMatch(lines.join(""), /t-1|b-2/, "both the host's path and the credential paths are redacted")
   const silent = await serve("127.0.0.1:0", { client: createLocalClient(() => "x"), logger: false })
-  t.equal((await postRpc(silent.url, rpc("GetTask", { id: "x" }))).error.code, -32001)
+  t.equal((await callRpc(silent.url, rpc("GetTask", { id: "x" }))).error.code, -32001)
   await silent.stop()
 })
 
@@ -111,7 +100,7 @@ t.test("stop() lets an in-flight task finish", async (t) => {
   const gate = deferred<string>()
   const store = new RecordingStore()
   const srv = await serve("127.0.0.1:0", { client: createLocalClient(() => gate.promise), a2a: { store }, logger: false })
-  const sent = await postRpc(srv.url, rpc("SendMessage", { message: userMessage("x") }))
+  const sent = await callRpc(srv.url, rpc("SendMessage", { message: userMessage("x") }))
   await waitFor(() => store.statesOf(sent.result.id).includes("working"))
   const stopping = srv.stop()
   setTimeout(() => gate.resolve("made it"), 30)

@@ -1,13 +1,12 @@
 import { EventEmitter } from "node:events"
-import Fastify, { type FastifyInstance } from "fastify"
+import type { FastifyInstance } from "fastify"
 import t, { type Test } from "tap"
 import { createLocalClient, type ModelFunction } from "../lib/client/client.js"
 import { currentRunner, withInternals } from "../lib/internals.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import { TaskConflictError, type LeaseBook, type TaskStore } from "../lib/stores/task-store.js"
 import { TERMINAL_STATES, type A2ATask } from "../lib/types.js"
-import { toolnexusA2A } from "../plugins/a2a.js"
-import { deferred, rpc, userMessage, waitFor } from "./helpers.js"
+import { a2aApp, deferred, injectRpc, rpc, userMessage, waitFor } from "./helpers.js"
 
 /**
  * Several servers on one shared store, in one process: a memory store with
@@ -38,16 +37,9 @@ class SharedMemoryStore implements TaskStore {
   }
 }
 
-async function server(t: Test, store: TaskStore, respond: ModelFunction, leaseTtlMs = 15_000): Promise<FastifyInstance> {
-  const app = Fastify()
-  await app.register(toolnexusA2A, { client: createLocalClient(respond), store, leaseTtlMs })
-  t.teardown(() => app.close())
-  await app.ready()
-  return app
-}
+const server = (t: Test, store: TaskStore, respond: ModelFunction, leaseTtlMs = 15_000) => a2aApp(t, { client: createLocalClient(respond), store, leaseTtlMs })
 
-const call = async (app: FastifyInstance, body: unknown, headers: Record<string, string> = {}) =>
-  (await app.inject({ method: "POST", url: "/", headers: { "content-type": "application/json", ...headers }, payload: JSON.stringify(body) })).json()
+const call = async (app: FastifyInstance, body: unknown) => (await injectRpc(app, body)).json()
 
 t.test("a cancel sent to server B stops the work running on server A", async (t) => {
   const store = new SharedMemoryStore()

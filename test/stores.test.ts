@@ -1,7 +1,6 @@
 import fs from "node:fs"
-import os from "node:os"
 import path from "node:path"
-import t, { type Test } from "tap"
+import t from "tap"
 import { FileTaskStore } from "../lib/stores/file.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import { NatsTaskStore } from "../lib/stores/nats.js"
@@ -10,15 +9,9 @@ import { resolveStore } from "../lib/stores/resolve.js"
 import { storeContract } from "./store-contract.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import type { A2ATask } from "../lib/types.js"
-import { sampleTask } from "./helpers.js"
+import { recordingFs, sampleTask, tmpDir } from "./helpers.js"
 
 const task = sampleTask
-
-const tmpDir = (t: Test) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tn-store-test-"))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
-  return dir
-}
 
 storeContract("InMemoryTaskStore", async () => new InMemoryTaskStore())
 storeContract("FileTaskStore", async (t) => new FileTaskStore(tmpDir(t)))
@@ -157,18 +150,13 @@ t.test("resolveStore", async (t) => {
 
 t.test("FileTaskStore.get reuses a file it read while the file is unchanged, and sees every change", async (t) => {
   const dir = tmpDir(t)
-  let reads = 0
-  const counting = {
-    ...fs.promises,
-    open: fs.promises.open,
-    readFile: (file: string, encoding: "utf8") => (reads++, fs.promises.readFile(file, encoding)),
-    stat: (file: string) => fs.promises.stat(file),
-  }
-  const store = new FileTaskStore(dir, { fs: counting as never })
+  const calls: string[] = []
+  const store = new FileTaskStore(dir, { fs: recordingFs(dir, calls) })
+  const reads = () => calls.filter((call) => call.startsWith("readFile")).length
   await store.save(task("cached", "working"))
   t.equal((await store.get("cached"))?.status.state, "working")
   t.equal((await store.get("cached"))?.status.state, "working")
-  t.equal(reads, 1, "the second get did not read the file again")
+  t.equal(reads(), 1, "the second get did not read the file again")
   const copy = await store.get("cached")
   copy!.status.state = "failed"
   t.equal((await store.get("cached"))?.status.state, "working", "each get hands out its own copy")
