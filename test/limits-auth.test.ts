@@ -2,7 +2,7 @@ import Fastify from "fastify"
 import t, { type Test } from "tap"
 import { TaskEvents } from "../lib/a2a/events.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
-import { createLocalClient } from "../lib/client/client.js"
+import { createLocalClient, type ChatMessage } from "../lib/client/client.js"
 import { INTERNALS_KEY } from "../lib/internals.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import { toolnexusA2A, type ToolnexusA2AOptions } from "../plugins/a2a.js"
@@ -50,6 +50,21 @@ t.test("tasks belong to the principal that created them", async (t) => {
   t.equal(aliceList.totalSize, 1)
 })
 
+t.test("a shared contextId does not carry one principal's conversation to another", async (t) => {
+  const seen: ChatMessage[][] = []
+  const { post } = await app(t, {
+    client: createLocalClient(({ messages }) => (seen.push(messages), "ok")),
+    auth: { tokens: { [ALICE]: "alice", [BOB]: "bob" } },
+  })
+  const send = (secret: string, text: string) =>
+    post(rpc("SendMessage", { message: userMessage(text, { contextId: "support-chat" }), configuration: { blocking: true } }), as(secret))
+  await send(ALICE, "my card PIN is 4321")
+  await send(BOB, "hi")
+  await send(ALICE, "and my address?")
+  t.same(seen[1].map((m) => m.content), ["hi"], "Bob's model sees none of Alice's turns")
+  t.same(seen[2].map((m) => m.content), ["my card PIN is 4321", "ok", "and my address?"], "Alice's sees only hers")
+})
+
 t.test("a verify hook decides the principal; a throwing hook refuses", async (t) => {
   const { post } = await app(t, {
     auth: {
@@ -74,6 +89,12 @@ t.test("the agent card stays public and advertises the schemes in each version's
   t.equal(v03.statusCode, 200)
   t.match(v03.json().securitySchemes, { bearer: { type: "http", scheme: "bearer" }, apiKey: { type: "apiKey", in: "header", name: "x-api-key" } })
   t.equal(v03.headers.vary, "A2A-Version")
+})
+
+t.test("a verify-only auth does not advertise token schemes it does not take", async (t) => {
+  const { instance } = await app(t, { auth: { verify: () => "someone" } })
+  const card = (await instance.inject({ url: "/.well-known/agent-card.json", headers: { "a2a-version": "1.0" } })).json()
+  t.notOk(card.securitySchemes)
 })
 
 t.test("auth options are checked at registration", async (t) => {

@@ -68,6 +68,14 @@ t.test("HTTP-level errors are JSON-RPC error bodies with the right status", asyn
   t.equal(notification.body, "")
 })
 
+t.test("HTTP-level refusals answer in the version asked for", async (t) => {
+  const app = await build(t)
+  const res = await post(app, "{bad", { "a2a-version": "1.0" })
+  t.match(res.json().error, { code: -32700, data: [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "PARSE_ERROR" }] })
+  const old = await post(app, "{bad")
+  t.notOk(old.json().error.data, "0.3 keeps the plain form")
+})
+
 t.test("the agent card carries the 1.0 and 0.3 fields and the host's card options", async (t) => {
   const skills = [{ id: "desk", name: "Help desk", description: "Answers tickets", tags: ["support"] }]
   const app = await build(t, { name: "audited-desk", description: "A desk", version: "2.1.0", provider: { organization: "Acme", url: "https://acme.test" }, skills })

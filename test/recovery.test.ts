@@ -1,3 +1,5 @@
+import fs from "node:fs"
+import path from "node:path"
 import t from "tap"
 import { recoverInterrupted, RecoveryService, sameHostLiveness } from "../lib/a2a/recovery.js"
 import { createLocalClient } from "../lib/client/client.js"
@@ -6,7 +8,7 @@ import { serve } from "../plugins/serve.js"
 import { FileTaskStore } from "../lib/stores/file.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import type { A2ATask } from "../lib/types.js"
-import { callRpc, deadPid, memoryLogger, modelServer, RecordingStore, rpc, sampleTask, startCli, tmpDir, waitFor } from "./helpers.js"
+import { callRpc, deadPid, deferred, memoryLogger, modelServer, RecordingStore, rpc, sampleTask, startCli, tmpDir, userMessage, waitFor } from "./helpers.js"
 
 t.test("sameHostLiveness", async (t) => {
   const self = currentRunner()
@@ -64,6 +66,40 @@ t.test("a real server killed mid-task: its task is failed by the next server, ne
   t.match(recovered.status.message?.parts[0], { text: /Interrupted/ })
   const polled = await callRpc(next.url, rpc("GetTask", { id }))
   t.equal(polled.result.status.state, "failed", "a peer polling after the redeploy finds it, failed, not missing")
+})
+
+t.test("two servers in one process on one directory do not recover each other's live tasks", async (t) => {
+  const dir = tmpDir(t)
+  const hold = deferred<string>()
+  const a = await serve("127.0.0.1:0", { client: createLocalClient(() => hold.promise), a2a: { store: `file:${dir}` }, logger: false })
+  const sent = await callRpc(a.url, rpc("SendMessage", { message: userMessage("x") }))
+  const files = new FileTaskStore(dir)
+  await waitFor(async () => (await files.get(sent.result.id))?.status.state === "working")
+  const b = await serve("127.0.0.1:0", { client: createLocalClient(() => "x"), a2a: { store: `file:${dir}` }, logger: false })
+  t.equal((await files.get(sent.result.id))?.status.state, "working", "B left A's live task alone")
+  hold.resolve("done")
+  await waitFor(async () => (await files.get(sent.result.id))?.status.state === "completed")
+  await b.stop()
+  await a.stop()
+})
+
+t.test("one unreadable file does not stop listing or restart recovery", async (t) => {
+  const dir = tmpDir(t)
+  const files = new FileTaskStore(dir)
+  const dead = { ...currentRunner(), pid: 2 ** 22 + 17, instance: "dead" }
+  await files.save(withInternals(sampleTask("orphan", "working"), { runner: dead }))
+  fs.writeFileSync(path.join(dir, "junk.json"), "{ torn")
+  const warnings: string[] = []
+  const onWarning = (warning: Error) => void warnings.push(warning.message)
+  process.on("warning", onWarning)
+  t.teardown(() => process.off("warning", onWarning))
+  const srv = await serve("127.0.0.1:0", { client: createLocalClient(() => "x"), a2a: { store: `file:${dir}` }, logger: false })
+  t.teardown(() => srv.stop())
+  t.equal((await files.get("orphan"))?.status.state, "failed", "the orphan was recovered")
+  const listed = await callRpc(srv.url, rpc("ListTasks", {}))
+  t.equal(listed.result.totalSize, 1, "ListTasks answers, without the unreadable file")
+  await waitFor(() => warnings.some((w) => /junk\.json/.test(w)), 5000, "the warning")
+  await t.rejects(files.get("junk"), /corrupt task file/, "get still reports it")
 })
 
 t.test("a slow first sweep does not hold start-up; it finishes in the background and stop() ends it", async (t) => {

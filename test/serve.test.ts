@@ -3,8 +3,9 @@ import { pino } from "pino"
 import t from "tap"
 import { createClient, createLocalClient } from "../lib/client/client.js"
 import { createLogger, parseAddress, serve } from "../plugins/serve.js"
+import { FileTaskStore } from "../lib/stores/file.js"
 import { createToolkit } from "../lib/tools/toolkit.js"
-import { callRpc, deferred, modelServer, RecordingStore, rpc, userMessage, waitFor } from "./helpers.js"
+import { callRpc, deferred, modelServer, postRpc, RecordingStore, rpc, tmpDir, userMessage, waitFor } from "./helpers.js"
 
 /** A pino logger writing JSON lines into an array. */
 function capturedLogger() {
@@ -106,6 +107,26 @@ t.test("stop() lets an in-flight task finish", async (t) => {
   setTimeout(() => gate.resolve("made it"), 30)
   await stopping
   t.same(store.statesOf(sent.result.id), ["submitted", "working", "completed"])
+})
+
+t.test("stop() does not wait on a stream following a task of another server", async (t) => {
+  const dir = tmpDir(t)
+  const hold = deferred<string>()
+  const a = await serve("127.0.0.1:0", { client: createLocalClient(() => hold.promise), a2a: { store: `file:${dir}` }, logger: false })
+  t.teardown(async () => {
+    hold.resolve("done")
+    await a.stop()
+  })
+  const b = await serve("127.0.0.1:0", { client: createLocalClient(() => "x"), a2a: { store: `file:${dir}`, shutdownGraceMs: 50 }, logger: false })
+  const sent = await callRpc(a.url, rpc("SendMessage", { message: userMessage("x") }))
+  const files = new FileTaskStore(dir)
+  await waitFor(async () => (await files.get(sent.result.id))?.status.state === "working")
+  const following = await postRpc(b.url, rpc("SubscribeToTask", { id: sent.result.id }))
+  const reading = following.text()
+  const started = Date.now()
+  await b.stop()
+  t.ok(Date.now() - started < 5000, "stop() returned without waiting for A's task")
+  t.match(await reading, /"state":"working"/, "the stream had sent the task, then ended")
 })
 
 t.test("serve() refuses a taken port with the listen error and leaves nothing open", async (t) => {
