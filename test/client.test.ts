@@ -1,7 +1,7 @@
 import t from "tap"
 import { createClient, createLocalClient, type ChatMessage, type ModelFunction } from "../lib/client/client.js"
 import { createToolkit, type Tool } from "../lib/tools/toolkit.js"
-import { closedPort, modelServer } from "./helpers.js"
+import { closedPort, modelServer, waitFor } from "./helpers.js"
 
 const KEY = "sk-test-0123456789abcdef"
 
@@ -285,12 +285,19 @@ t.test("retries: a refused connection is retried, then named with the attempts",
 
 t.test("retries: the signal cancels a backoff wait at once", async (t) => {
   const server = await modelServer(t, [{ status: 503, text: "busy" }, DONE])
+  // The backoff after the 503 is a 30-60 s timer: once one is set, the client is waiting.
+  let backingOff = false
+  const setTimer = globalThis.setTimeout
+  t.capture(globalThis, "setTimeout", ((callback: () => void, ms?: number) => {
+    if (ms !== undefined && ms >= 30_000 && ms <= 60_000) backingOff = true
+    return setTimer(callback, ms)
+  }) as typeof setTimeout)
   const controller = new AbortController()
   const started = Date.now()
   const client = createClient({ baseUrl: server.url, style: "openai", model: "m", retryBaseDelayMs: 60_000, retryDeadlineMs: 600_000 })
   const run = client.run("hi", { signal: controller.signal })
-  // The 503 is answered at once, so 200 ms later the client is in its 30-60 s wait.
-  setTimeout(() => controller.abort(new Error("user canceled")), 200)
+  await waitFor(() => backingOff, 5000, "the client to wait out its backoff")
+  controller.abort(new Error("user canceled"))
 
   await t.rejects(run, { message: "user canceled" })
   t.ok(Date.now() - started < 10_000, "rejects long before the backoff ends")
@@ -320,8 +327,10 @@ t.test("the signal aborts a request in flight", async (t) => {
   const server = await modelServer(t, ["hang"])
   const controller = new AbortController()
   const started = Date.now()
-  setTimeout(() => controller.abort(), 50)
-  await t.rejects(createClient({ baseUrl: server.url, style: "openai", model: "m" }).run("hi", { signal: controller.signal }), { name: "AbortError" })
+  const running = createClient({ baseUrl: server.url, style: "openai", model: "m" }).run("hi", { signal: controller.signal })
+  await waitFor(() => server.requests.length === 1, 5000, "the request to reach the model")
+  controller.abort()
+  await t.rejects(running, { name: "AbortError" })
   t.ok(Date.now() - started < 5_000, "rejects long before the 60 s timeout")
   t.equal(server.requests.length, 1)
 })
@@ -350,8 +359,9 @@ t.test("an aborted signal stops the loop before the next turn and before tools",
 
 t.test("timeoutMs bounds each request", async (t) => {
   const server = await modelServer(t, ["hang"])
-  const client = createClient({ baseUrl: server.url, style: "anthropic", model: "m", timeoutMs: 100 })
-  await t.rejects(client.run("hi"), { message: /anthropic model did not answer within 100 ms/ })
+  // Long enough for the request to reach the model on a loaded machine; it never answers.
+  const client = createClient({ baseUrl: server.url, style: "anthropic", model: "m", timeoutMs: 1000 })
+  await t.rejects(client.run("hi"), { message: /anthropic model did not answer within 1000 ms/ })
   t.equal(server.requests.length, 1, "a timeout is not retried")
 })
 
@@ -458,11 +468,13 @@ t.test("an abort ends the run even when the model function or a tool ignores the
   controller.abort(new Error("stop now"))
   await t.rejects(running, /stop now/)
 
-  const stuck: Tool = { name: "stuck", description: "never returns", inputSchema: { type: "object" }, execute: () => never }
+  let toolRuns = false
+  const stuck: Tool = { name: "stuck", description: "never returns", inputSchema: { type: "object" }, execute: () => ((toolRuns = true), never) }
   const toolkit = await createToolkit({ builtins: false, extraTools: [stuck] })
   const caller = createLocalClient(() => ({ toolCalls: [{ name: "stuck" }] }))
   const second = new AbortController()
   const withTool = caller.run("x", { toolkit, signal: second.signal })
-  setTimeout(() => second.abort(new Error("tool took too long")), 20)
+  await waitFor(() => toolRuns, 5000, "the tool to run")
+  second.abort(new Error("tool took too long"))
   await t.rejects(withTool, /tool took too long/)
 })

@@ -84,12 +84,15 @@ export const userMessage = (text: string, extra: Record<string, unknown> = {}) =
 
 export const rpc = (method: string, params: unknown, id: string | number = 1) => ({ jsonrpc: "2.0", id, method, params })
 
-/** A small Task as a store test saves it: one user message, the given state, now as the status time. */
+/** The status time sampleTask stamps: fixed, so two builds of one task are the same text, whatever the clock did between them. */
+export const SAMPLE_TIME = "2026-01-01T00:00:00.000Z"
+
+/** A small Task as a store test saves it: one user message, the given state, SAMPLE_TIME as the status time. */
 export const sampleTask = (id: string, state: TaskState = "submitted", extra: Partial<A2ATask> = {}): A2ATask => ({
   id,
   contextId: "ctx-1",
   kind: "task",
-  status: { state, timestamp: new Date().toISOString() },
+  status: { state, timestamp: SAMPLE_TIME },
   history: [{ kind: "message", messageId: "m1", role: "user", parts: [{ kind: "text", text: "hello" }] }],
   ...extra,
 })

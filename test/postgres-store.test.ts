@@ -274,24 +274,24 @@ t.test("watch comes back after its connection is killed", async (t) => {
   const b = open()
   const seen: string[] = []
   const stop = await a.watch((id) => seen.push(id))
-  const killed = await admin.query(
-    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query = $1`,
+  /** The backends that have finished running the watch's LISTEN. */
+  const listening = async () =>
+    (
+      await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query = $1 AND state = 'idle'`, [
+        `LISTEN "${a.channel}"`,
+      ])
+    ).rows.map((row) => row.pid)
+  const killed = await admin.query<{ pid: number }>(
+    `SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query = $1`,
     [`LISTEN "${a.channel}"`],
   )
   t.equal(killed.rowCount, 1, "the watch connection was found and killed")
   await waitFor(() => errors.length > 0, 20_000, "the drop reported to onError")
-  // Notifications sent while it was down are lost: keep saving until one arrives.
-  let n = 0
-  await waitFor(
-    async () => {
-      await b.save(task(`after-${n++}`))
-      await new Promise((resolve) => setTimeout(resolve, 50))
-      return seen.length > 0
-    },
-    30_000,
-    "a notification on the new connection",
-  )
-  t.match(seen[0], /^after-\d+$/)
+  // Notifications sent while it was down are lost: save once it listens again, on a new connection.
+  await waitFor(async () => (await listening()).some((pid) => pid !== killed.rows[0].pid), 20_000, "the watch to listen again")
+  await b.save(task("after"))
+  await waitFor(() => seen.includes("after"), 20_000, "a notification on the new connection")
+  t.same(seen, ["after"])
   await stop()
 })
 
@@ -327,8 +327,7 @@ t.test("leases: renewed by the database clock, seen by every server, expiring, r
   t.notOk(await b.leases.isAlive("server-b"))
 
   await a.leases.renew("short", 200)
-  await new Promise((resolve) => setTimeout(resolve, 600))
-  t.notOk(await b.leases.isAlive("short"), "expired after its ttl")
+  await waitFor(async () => !(await b.leases.isAlive("short")), 20_000, "the short lease to expire")
   await a.leases.renew("short", 60_000)
   t.ok(await b.leases.isAlive("short"), "renewing revives it")
 

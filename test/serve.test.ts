@@ -104,7 +104,9 @@ t.test("stop() lets an in-flight task finish", async (t) => {
   const sent = await callRpc(srv.url, rpc("SendMessage", { message: userMessage("x") }))
   await waitFor(() => store.statesOf(sent.result.id).includes("working"))
   const stopping = srv.stop()
-  setTimeout(() => gate.resolve("made it"), 30)
+  // Once stop() has begun, new requests get 503 while it waits for the task.
+  await waitFor(async () => (await postRpc(srv.url, rpc("GetTask", { id: sent.result.id }))).status === 503, 5000, "stop() to begin")
+  gate.resolve("made it")
   await stopping
   t.same(store.statesOf(sent.result.id), ["submitted", "working", "completed"])
 })

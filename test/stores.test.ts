@@ -9,7 +9,7 @@ import { resolveStore } from "../lib/stores/resolve.js"
 import { storeContract } from "./store-contract.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import type { A2ATask } from "../lib/types.js"
-import { recordingFs, sampleTask, tmpDir } from "./helpers.js"
+import { recordingFs, sampleTask, tmpDir, waitFor } from "./helpers.js"
 
 const task = sampleTask
 
@@ -167,11 +167,16 @@ t.test("FileTaskStore.get reuses a file it read while the file is unchanged, and
   const other = new FileTaskStore(dir)
   await other.save(task("cached", "canceled"))
   t.equal((await store.get("cached"))?.status.state, "canceled", "another process's save is seen")
-  // An edit in place that keeps the size: the times change.
+  // An edit in place that keeps the size: the times change. Within one tick of the file
+  // system's clock they may not yet, so the edit is written until its times show it.
   const file = path.join(dir, "cached.json")
-  const text = fs.readFileSync(file, "utf8")
-  await new Promise((resolve) => setTimeout(resolve, 20))
-  fs.writeFileSync(file, text.replace('"canceled"', '"rejected"'))
+  const read = fs.statSync(file)
+  const edited = fs.readFileSync(file, "utf8").replace('"canceled"', '"rejected"')
+  await waitFor(() => {
+    fs.writeFileSync(file, edited)
+    const written = fs.statSync(file)
+    return written.mtimeMs !== read.mtimeMs || written.ctimeMs !== read.ctimeMs
+  }, 5000, "the edit to change the file's times")
   t.equal((await store.get("cached"))?.status.state, "rejected", "an edit in place is seen")
   fs.rmSync(file)
   t.equal(await store.get("cached"), undefined, "a removed file is missing, not served from the cache")
