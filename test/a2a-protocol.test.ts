@@ -124,7 +124,7 @@ t.test("SubscribeToTask follows a task running elsewhere by polling the store", 
   ])
 })
 
-t.test("a stream whose peer goes away stops writing; the task goes on", async (t) => {
+t.test("a stream whose peer goes away does not stop its task", async (t) => {
   const gate = deferred<string>()
   const store = new RecordingStore()
   const srv = await serve("127.0.0.1:0", { client: createLocalClient(() => gate.promise), a2a: { store }, logger: false })

@@ -241,7 +241,7 @@ t.test("retries: 503 twice, then an answer", async (t) => {
   t.same(server.requests[2].body, server.requests[0].body, "each retry sends the same request")
 })
 
-t.test("retries: 429 waits as long as Retry-After says, in seconds or as a date", async (t) => {
+t.test("retries: a 429's Retry-After, in seconds or as a date, is the wait instead of the backoff", async (t) => {
   const server = await modelServer(t, [
     { status: 429, headers: { "retry-after": "0" }, json: { error: { message: "slow down" } } },
     { status: 429, headers: { "retry-after": new Date(Date.now() - 60_000).toUTCString() }, json: { error: { message: "slow down" } } },

@@ -1,10 +1,11 @@
 import { randomUUID } from "node:crypto"
+import { connect as connectTcp, createServer, type Socket } from "node:net"
 import { inspect } from "node:util"
 import { connect, type KV, type NatsConnection } from "nats"
 import t, { type Test } from "tap"
 import { idFromNatsKey, loadNatsDriver, natsKey, NatsTaskStore } from "../lib/stores/nats.js"
 import { TaskConflictError } from "../lib/stores/task-store.js"
-import { NATS_URL, sampleTask, waitFor } from "./helpers.js"
+import { closedPort, NATS_URL, sampleTask, waitFor } from "./helpers.js"
 import { storeContract } from "./store-contract.js"
 
 // Runs against a NATS server with JetStream: `nats-server -js` on the default port, or NATS_URL.
@@ -233,9 +234,28 @@ t.test("NatsTaskStore loads the nats driver on first use, and says what to insta
 })
 
 t.test("NatsTaskStore reports an unreachable server, and tries again on the next call", async (t) => {
-  const store = new NatsTaskStore("nats://127.0.0.1:1")
-  await t.rejects(store.get("x"), /NatsTaskStore could not connect to nats:\/\/127\.0\.0\.1:1/)
-  await t.rejects(store.get("x"), /could not connect/)
+  const port = await closedPort()
+  const [store] = await storesOnNewBuckets(t, 1, `nats://127.0.0.1:${port}`)
+  await t.rejects(store.get("x"), new RegExp(`NatsTaskStore could not connect to nats://127\\.0\\.0\\.1:${port}`))
+  await t.rejects(store.get("x"), /could not connect/, "still down: said again")
+  // The server comes up on that port (a relay to the real one): the next call connects.
+  const upstream = new URL(NATS_URL)
+  const sockets = new Set<Socket>()
+  const relay = createServer((socket) => {
+    const server = connectTcp(Number(upstream.port || 4222), upstream.hostname)
+    for (const end of [socket, server]) {
+      sockets.add(end)
+      end.on("error", () => {})
+      end.on("close", () => (socket.destroy(), server.destroy()))
+    }
+    socket.pipe(server).pipe(socket)
+  })
+  await new Promise<void>((resolve) => relay.listen(port, "127.0.0.1", resolve))
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy()
+    relay.close()
+  })
+  t.equal(await store.get("x"), undefined, "the next call connected and found nothing")
   await store.close()
   await t.rejects(store.get("x"), /NatsTaskStore is closed/)
 })

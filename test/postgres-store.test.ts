@@ -404,7 +404,7 @@ t.test("bad calls are refused before any SQL", async (t) => {
   await t.rejects(store.watch("no" as unknown as () => void), /needs a function/)
 })
 
-t.test("the constructor opens nothing; close() is idempotent and final", async (t) => {
+t.test("an unreachable server is an error at first use, not in the constructor; close() is idempotent and final", async (t) => {
   const unreachable = new PostgresTaskStore("postgres://postgres@127.0.0.1:1/test", { table: uniqueName("tn_test") })
   await t.rejects(unreachable.get("x"), { code: "ECONNREFUSED" }, "an unreachable server is an error, not a hang")
   await t.rejects(unreachable.watch(() => {}), { code: "ECONNREFUSED" })

@@ -102,7 +102,7 @@ t.test("one unreadable file does not stop listing or restart recovery", async (t
   await t.rejects(files.get("junk"), /corrupt task file/, "get still reports it")
 })
 
-t.test("a slow first sweep does not hold start-up; it finishes in the background and stop() ends it", async (t) => {
+t.test("a slow first sweep does not hold start-up; it finishes in the background", async (t) => {
   const store = new RecordingStore()
   const self = currentRunner()
   const dead: RunnerId = { ...self, pid: await deadPid(), instance: "dead" }

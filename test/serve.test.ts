@@ -131,7 +131,7 @@ t.test("stop() does not wait on a stream following a task of another server", as
   t.match(await reading, /"state":"working"/, "the stream had sent the task, then ended")
 })
 
-t.test("serve() refuses a taken port with the listen error and leaves nothing open", async (t) => {
+t.test("serve() refuses a taken port with the listen error", async (t) => {
   const first = await serve("127.0.0.1:0", { client: createLocalClient(() => "x"), logger: false })
   t.teardown(() => first.stop())
   const port = new URL(first.url).port

@@ -9,7 +9,7 @@ import { resolveStore } from "../lib/stores/resolve.js"
 import { storeContract } from "./store-contract.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import type { A2ATask } from "../lib/types.js"
-import { recordingFs, sampleTask, tmpDir, waitFor } from "./helpers.js"
+import { recordingFs, sampleTask, simulated, tmpDir, waitFor } from "./helpers.js"
 
 const task = sampleTask
 
@@ -113,10 +113,25 @@ t.test("FileTaskStore snapshots a task at save() time", async (t) => {
 
 t.test("a failed save does not block later saves of the same id", async (t) => {
   const dir = tmpDir(t)
-  const store = new FileTaskStore(dir)
+  let failing = true
+  const store = new FileTaskStore(dir, {
+    fs: recordingFs(dir, [], (op) => {
+      if (failing && op === "rename") {
+        failing = false
+        throw simulated("EIO")
+      }
+    }),
+  })
+  // Called together, so the second save waits behind the first in the id's queue and runs after it failed.
+  const first = store.save(task("queued", "working"))
+  const second = store.save(task("queued", "completed"))
+  await t.rejects(first, { code: "EIO" })
+  await second
+  t.equal((await store.get("queued"))?.status.state, "completed")
+
   const cyclic = task("cyc") as A2ATask & { self?: unknown }
   cyclic.self = cyclic
-  await t.rejects(store.save(cyclic), /circular/i)
+  await t.rejects(store.save(cyclic), /circular/i, "a Task that is not JSON is refused before it is queued")
   await store.save(task("cyc", "completed"))
   t.equal((await store.get("cyc"))?.status.state, "completed")
 })
