@@ -288,15 +288,15 @@ t.test("retries: the signal cancels a backoff wait at once", async (t) => {
   // The backoff after the 503 is a 30-60 s timer: once one is set, the client is waiting.
   let backingOff = false
   const setTimer = globalThis.setTimeout
-  t.capture(globalThis, "setTimeout", ((callback: () => void, ms?: number) => {
+  t.capture(globalThis, "setTimeout", ((callback: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) => {
     if (ms !== undefined && ms >= 30_000 && ms <= 60_000) backingOff = true
-    return setTimer(callback, ms)
+    return setTimer(callback, ms, ...args)
   }) as typeof setTimeout)
   const controller = new AbortController()
   const started = Date.now()
   const client = createClient({ baseUrl: server.url, style: "openai", model: "m", retryBaseDelayMs: 60_000, retryDeadlineMs: 600_000 })
   const run = client.run("hi", { signal: controller.signal })
-  await waitFor(() => backingOff, 5000, "the client to wait out its backoff")
+  await waitFor(() => backingOff, 5000, "the client to start its backoff wait")
   controller.abort(new Error("user canceled"))
 
   await t.rejects(run, { message: "user canceled" })
