@@ -1,28 +1,10 @@
 import t from "tap"
 import { A2AError, ErrorCode } from "../lib/a2a/errors.js"
-import { StoreFollower } from "../lib/a2a/follower.js"
-import { JsonRpcDispatcher, type DispatchOutcome } from "../lib/a2a/jsonrpc.js"
-import { TaskEvents } from "../lib/a2a/events.js"
-import { TaskRunner } from "../lib/a2a/runner.js"
-import { createLocalClient, type Client, type ModelFunction } from "../lib/client/client.js"
 import { withInternals } from "../lib/internals.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import type { A2ATask } from "../lib/types.js"
-import { deferred, FlakyStore, memoryLogger, RecordingStore, rpc, sampleTask, userMessage, waitFor } from "./helpers.js"
-
-function setup(respond: ModelFunction | Client = () => "DONE", store: TaskStore = new RecordingStore()) {
-  const log = memoryLogger()
-  const client = typeof respond === "function" ? createLocalClient(respond) : respond
-  const events = new TaskEvents()
-  const runner = new TaskRunner({ store, client, log, events })
-  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower: new StoreFollower({ store, runner, log, pollIntervalMs: 10 }) })
-  const call = async (body: unknown) => answerOf(await dispatcher.dispatch(body, { log }))
-  return { store, log, runner, dispatcher, call }
-}
-
-/** The JSON-RPC response an outcome carries, parsed. */
-const answerOf = (outcome: DispatchOutcome) => (outcome.body === undefined ? undefined : JSON.parse(outcome.body))
+import { answerOf, deferred, dispatcherFor as setup, FlakyStore, memoryLogger, RecordingStore, rpc, sampleTask, userMessage, waitFor } from "./helpers.js"
 
 t.test("SendMessage saves submitted, then working, then completed with the answer", async (t) => {
   const { store, call } = setup(({ messages }) => `answer to ${messages.at(-1)?.content}`)
@@ -211,8 +193,9 @@ t.test("stop() lets running tasks finish within the grace period", async (t) => 
   const gate = deferred<string>()
   const { store, call, runner } = setup(() => gate.promise)
   const res = await call(rpc("SendMessage", { message: userMessage("x") }))
-  const stopping = runner.stop(5000)
-  setTimeout(() => gate.resolve("finished in time"), 20)
+  await waitFor(() => (store as RecordingStore).statesOf(res.result.id).includes("working"))
+  const stopping = runner.stop(5000) // from here on it takes no new task and waits for this one
+  gate.resolve("finished in time")
   await stopping
   t.equal((await store.get(res.result.id))?.status.state, "completed")
   t.match((await call(rpc("SendMessage", { message: userMessage("late") }))).error, { code: -32603 }, "no new tasks after stop")
@@ -236,13 +219,21 @@ t.test("stop() aborts tasks still running after the grace period and marks them 
 
 t.test("stop() marks failed a task whose model ignores the abort, and the late answer is not saved", async (t) => {
   const gate = deferred<string>()
-  const { store, call, runner } = setup({ model: "deaf", run: async () => ({ text: await gate.promise, messages: [], toolCalls: [], turns: 1, usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, model: "deaf" }) })
+  const answered = deferred()
+  const run = async () => {
+    const text = await gate.promise
+    answered.resolve()
+    return { text, messages: [], toolCalls: [], turns: 1, usage: { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, model: "deaf" }
+  }
+  const { store, call, runner } = setup({ model: "deaf", run })
   const res = await call(rpc("SendMessage", { message: userMessage("x") }))
   await waitFor(() => (store as RecordingStore).statesOf(res.result.id).includes("working"))
   await runner.stop(10)
   t.equal((await store.get(res.result.id))?.status.state, "failed")
   gate.resolve("late answer")
-  await new Promise((resolve) => setTimeout(resolve, 20))
+  await answered.promise
+  // The runner takes the answer up in promise callbacks only; one macrotask later they have all run.
+  await new Promise((resolve) => setImmediate(resolve))
   t.same((store as RecordingStore).statesOf(res.result.id), ["submitted", "working", "failed"], "nothing saved after the terminal state")
 })
 

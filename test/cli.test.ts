@@ -10,9 +10,7 @@ import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import { NatsTaskStore } from "../lib/stores/nats.js"
 import { PostgresTaskStore } from "../lib/stores/postgres.js"
 import { resolveStore } from "../lib/stores/resolve.js"
-
-const root = path.resolve(import.meta.dirname, "..")
-const bin = path.join(root, "dist", "bin", "toolnexus.js")
+import { callRpc, CLI_BIN, postRpc, ROOT, rpc, startCli, tmpDir } from "./helpers.js"
 
 t.test("parseCli: defaults, env and flags", async (t) => {
   t.same(parseCli([], {}), { host: "127.0.0.1", port: 4000, store: "file:./.toolnexus/tasks", name: "toolnexus agent", logFormat: "json" })
@@ -48,7 +46,7 @@ t.test("parseCli: the log format is pretty on a terminal and JSON lines otherwis
 
 t.test("--help lists every store selector resolveStore accepts, and each example it shows opens that store", async (t) => {
   const help = await new Promise<string>((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, "--help"], { cwd: root })
+    const child = spawn(process.execPath, [CLI_BIN, "--help"], { cwd: ROOT })
     let out = ""
     child.stdout.on("data", (chunk) => (out += chunk))
     child.once("error", reject)
@@ -91,27 +89,11 @@ t.test("clientFor: the offline echo agent, or the configured model", async (t) =
 })
 
 t.test("the toolnexus command serves the echo agent on the file store and stops on SIGTERM", async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tn-cli-"))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
-  const child = spawn(process.execPath, [bin, "--port", "0", "--store", `file:${dir}`], { cwd: root, env: { ...process.env, TOOLNEXUS_BASE_URL: "" } })
-  t.teardown(() => child.kill("SIGKILL"))
-  const lines: Array<Record<string, unknown>> = []
-  const listening = new Promise<string>((resolve, reject) => {
-    readline.createInterface({ input: child.stdout }).on("line", (line) => {
-      const entry = JSON.parse(line)
-      lines.push(entry)
-      if (entry.msg === "toolnexus agent listening") resolve(entry.url)
-    })
-    child.once("exit", (code) => reject(new Error(`exited early with ${code}`)))
-  })
-  const url = await listening
+  const dir = tmpDir(t)
+  const { url, child, lines } = await startCli(t, ["--port", "0", "--store", `file:${dir}`], { TOOLNEXUS_BASE_URL: "" })
   t.match(url, /^http:\/\/127\.0\.0\.1:\d+$/)
 
-  const res = await fetch(url + "/", {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { role: "user", parts: [{ kind: "text", text: "hello" }] }, configuration: { blocking: true } } }),
-  }).then((r) => r.json() as Promise<any>)
+  const res = await callRpc(url, rpc("SendMessage", { message: { role: "user", parts: [{ kind: "text", text: "hello" }] }, configuration: { blocking: true } }))
   t.equal(res.result.status.state, "completed")
   t.equal(res.result.artifacts[0].parts[0].text, "echo: hello")
   t.ok(fs.existsSync(path.join(dir, `${res.result.id}.json`)), "the task is on disk")
@@ -123,7 +105,7 @@ t.test("the toolnexus command serves the echo agent on the file store and stops 
 })
 
 t.test("the toolnexus command refuses bad flags with its usage", async (t) => {
-  const child = spawn(process.execPath, [bin, "--port", "nope"], { cwd: root })
+  const child = spawn(process.execPath, [CLI_BIN, "--port", "nope"], { cwd: ROOT })
   let stderr = ""
   child.stderr.on("data", (chunk) => (stderr += chunk))
   const code = await new Promise<number | null>((resolve) => child.once("exit", resolve))
@@ -134,17 +116,8 @@ t.test("the toolnexus command refuses bad flags with its usage", async (t) => {
 
 t.test("the toolnexus command asks for credentials when TOOLNEXUS_TOKENS is set", async (t) => {
   const secret = "cli-secret-0123456789abcdef"
-  const child = spawn(process.execPath, [bin, "--port", "0", "--store", "memory"], { cwd: root, env: { ...process.env, TOOLNEXUS_TOKENS: `${secret}=ops` } })
-  t.teardown(() => child.kill("SIGKILL"))
-  const url = await new Promise<string>((resolve, reject) => {
-    readline.createInterface({ input: child.stdout }).on("line", (line) => {
-      const entry = JSON.parse(line)
-      if (entry.msg === "toolnexus agent listening") resolve(entry.url)
-    })
-    child.once("exit", (code) => reject(new Error(`exited early with ${code}`)))
-  })
-  const get = (headers: Record<string, string>) =>
-    fetch(url + "/", { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: "x" } }) })
+  const { url } = await startCli(t, ["--port", "0", "--store", "memory"], { TOOLNEXUS_TOKENS: `${secret}=ops` })
+  const get = (headers: Record<string, string>) => postRpc(url, rpc("GetTask", { id: "x" }), headers)
   t.equal((await get({})).status, 401)
   const allowed = await get({ authorization: `Bearer ${secret}` })
   t.equal(allowed.status, 200)
@@ -157,7 +130,7 @@ function stdoutLines(child: ReturnType<typeof spawn>, onLine: (line: string) => 
 }
 
 t.test("--log-format json writes pino JSON lines, even with TOOLNEXUS_LOG_FORMAT=pretty", async (t) => {
-  const child = spawn(process.execPath, [bin, "--port", "0", "--store", "memory", "--log-format", "json"], { cwd: root, env: { ...process.env, TOOLNEXUS_LOG_FORMAT: "pretty" } })
+  const child = spawn(process.execPath, [CLI_BIN, "--port", "0", "--store", "memory", "--log-format", "json"], { cwd: ROOT, env: { ...process.env, TOOLNEXUS_LOG_FORMAT: "pretty" } })
   t.teardown(() => child.kill("SIGKILL"))
   const lines: string[] = []
   const listening = new Promise<void>((resolve, reject) => {
@@ -180,7 +153,7 @@ t.test("--log-format json writes pino JSON lines, even with TOOLNEXUS_LOG_FORMAT
 })
 
 t.test("--log-format pretty writes pino-pretty lines, even when stdout is not a terminal", async (t) => {
-  const child = spawn(process.execPath, [bin, "--port", "0", "--store", "memory", "--log-format", "pretty"], { cwd: root })
+  const child = spawn(process.execPath, [CLI_BIN, "--port", "0", "--store", "memory", "--log-format", "pretty"], { cwd: ROOT })
   t.teardown(() => child.kill("SIGKILL"))
   const lines: string[] = []
   const url = new Promise<string>((resolve, reject) => {

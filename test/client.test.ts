@@ -1,66 +1,9 @@
-import t, { type Test } from "tap"
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
+import t from "tap"
 import { createClient, createLocalClient, type ChatMessage, type ModelFunction } from "../lib/client/client.js"
 import { createToolkit, type Tool } from "../lib/tools/toolkit.js"
-
-/** The parts of a request body the assertions look at. */
-interface WireBody {
-  model?: string
-  max_tokens?: number
-  system?: string
-  messages: Array<{ role: string; content: unknown; tool_calls?: unknown; tool_call_id?: string }>
-  tools?: unknown[]
-}
-
-interface Recorded {
-  method: string
-  path: string
-  headers: IncomingHttpHeaders
-  body: WireBody
-}
-
-/** A scripted answer; "hang" keeps the request open until the test ends. */
-type Scripted = ({ json: unknown } | { text: string }) & { status?: number; headers?: Record<string, string> } | "hang"
+import { closedPort, modelServer, waitFor } from "./helpers.js"
 
 const KEY = "sk-test-0123456789abcdef"
-
-/** A real HTTP model endpoint on 127.0.0.1 that records requests and plays `script` in order. */
-async function modelServer(t: Test, script: Scripted[]): Promise<{ url: string; requests: Recorded[] }> {
-  const requests: Recorded[] = []
-  const server = createServer((req, res) => {
-    let raw = ""
-    req.setEncoding("utf8")
-    req.on("data", (chunk: string) => (raw += chunk))
-    req.on("end", () => {
-      requests.push({ method: req.method ?? "", path: req.url ?? "", headers: req.headers, body: JSON.parse(raw) as WireBody })
-      answer(res, script[requests.length - 1] ?? { status: 500, text: "the test script ran out of answers" })
-    })
-  })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  t.teardown(() => {
-    server.closeAllConnections()
-    return new Promise<void>((resolve) => server.close(() => resolve()))
-  })
-  const { port } = server.address() as AddressInfo
-  return { url: `http://127.0.0.1:${port}`, requests }
-}
-
-function answer(res: ServerResponse, scripted: Scripted): void {
-  if (scripted === "hang") return
-  const isJson = "json" in scripted
-  res.writeHead(scripted.status ?? 200, { "content-type": isJson ? "application/json" : "text/html", ...scripted.headers })
-  res.end(isJson ? JSON.stringify(scripted.json) : scripted.text)
-}
-
-/** A port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  const { port } = server.address() as AddressInfo
-  await new Promise<void>((resolve) => server.close(() => resolve()))
-  return port
-}
 
 function addTool(calls: Array<{ a: unknown; b: unknown }> = []): Tool {
   return {
@@ -298,7 +241,7 @@ t.test("retries: 503 twice, then an answer", async (t) => {
   t.same(server.requests[2].body, server.requests[0].body, "each retry sends the same request")
 })
 
-t.test("retries: 429 waits as long as Retry-After says, in seconds or as a date", async (t) => {
+t.test("retries: a 429's Retry-After, in seconds or as a date, is the wait instead of the backoff", async (t) => {
   const server = await modelServer(t, [
     { status: 429, headers: { "retry-after": "0" }, json: { error: { message: "slow down" } } },
     { status: 429, headers: { "retry-after": new Date(Date.now() - 60_000).toUTCString() }, json: { error: { message: "slow down" } } },
@@ -342,12 +285,19 @@ t.test("retries: a refused connection is retried, then named with the attempts",
 
 t.test("retries: the signal cancels a backoff wait at once", async (t) => {
   const server = await modelServer(t, [{ status: 503, text: "busy" }, DONE])
+  // The backoff after the 503 is a 30-60 s timer: once one is set, the client is waiting.
+  let backingOff = false
+  const setTimer = globalThis.setTimeout
+  t.capture(globalThis, "setTimeout", ((callback: (...args: unknown[]) => void, ms?: number, ...args: unknown[]) => {
+    if (ms !== undefined && ms >= 30_000 && ms <= 60_000) backingOff = true
+    return setTimer(callback, ms, ...args)
+  }) as typeof setTimeout)
   const controller = new AbortController()
   const started = Date.now()
   const client = createClient({ baseUrl: server.url, style: "openai", model: "m", retryBaseDelayMs: 60_000, retryDeadlineMs: 600_000 })
   const run = client.run("hi", { signal: controller.signal })
-  // The 503 is answered at once, so 200 ms later the client is in its 30-60 s wait.
-  setTimeout(() => controller.abort(new Error("user canceled")), 200)
+  await waitFor(() => backingOff, 5000, "the client to start its backoff wait")
+  controller.abort(new Error("user canceled"))
 
   await t.rejects(run, { message: "user canceled" })
   t.ok(Date.now() - started < 10_000, "rejects long before the backoff ends")
@@ -377,8 +327,10 @@ t.test("the signal aborts a request in flight", async (t) => {
   const server = await modelServer(t, ["hang"])
   const controller = new AbortController()
   const started = Date.now()
-  setTimeout(() => controller.abort(), 50)
-  await t.rejects(createClient({ baseUrl: server.url, style: "openai", model: "m" }).run("hi", { signal: controller.signal }), { name: "AbortError" })
+  const running = createClient({ baseUrl: server.url, style: "openai", model: "m" }).run("hi", { signal: controller.signal })
+  await waitFor(() => server.requests.length === 1, 5000, "the request to reach the model")
+  controller.abort()
+  await t.rejects(running, { name: "AbortError" })
   t.ok(Date.now() - started < 5_000, "rejects long before the 60 s timeout")
   t.equal(server.requests.length, 1)
 })
@@ -407,8 +359,9 @@ t.test("an aborted signal stops the loop before the next turn and before tools",
 
 t.test("timeoutMs bounds each request", async (t) => {
   const server = await modelServer(t, ["hang"])
-  const client = createClient({ baseUrl: server.url, style: "anthropic", model: "m", timeoutMs: 100 })
-  await t.rejects(client.run("hi"), { message: /anthropic model did not answer within 100 ms/ })
+  // Long enough for the request to reach the model on a loaded machine; it never answers.
+  const client = createClient({ baseUrl: server.url, style: "anthropic", model: "m", timeoutMs: 1000 })
+  await t.rejects(client.run("hi"), { message: /anthropic model did not answer within 1000 ms/ })
   t.equal(server.requests.length, 1, "a timeout is not retried")
 })
 
@@ -515,11 +468,13 @@ t.test("an abort ends the run even when the model function or a tool ignores the
   controller.abort(new Error("stop now"))
   await t.rejects(running, /stop now/)
 
-  const stuck: Tool = { name: "stuck", description: "never returns", inputSchema: { type: "object" }, execute: () => never }
+  let toolRuns = false
+  const stuck: Tool = { name: "stuck", description: "never returns", inputSchema: { type: "object" }, execute: () => ((toolRuns = true), never) }
   const toolkit = await createToolkit({ builtins: false, extraTools: [stuck] })
   const caller = createLocalClient(() => ({ toolCalls: [{ name: "stuck" }] }))
   const second = new AbortController()
   const withTool = caller.run("x", { toolkit, signal: second.signal })
-  setTimeout(() => second.abort(new Error("tool took too long")), 20)
+  await waitFor(() => toolRuns, 5000, "the tool to run")
+  second.abort(new Error("tool took too long"))
   await t.rejects(withTool, /tool took too long/)
 })

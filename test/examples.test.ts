@@ -3,13 +3,13 @@ import fs from "node:fs"
 import path from "node:path"
 import { promisify } from "node:util"
 import t from "tap"
+import { ROOT as root } from "./helpers.js"
 
 /**
  * The spec's three examples, run as a user would: compiled, importing
  * "toolnexus" through the package's own exports (npm test builds first).
  */
 const run = promisify(execFile)
-const root = path.resolve(import.meta.dirname, "..")
 const examples = [
   ["01-file-store-roundtrip", /^ok: round-tripped abc-123$/m],
   ["02-resolve-store", /^ok: every selector resolved$/m],

@@ -2,97 +2,16 @@ import { spawn } from "node:child_process"
 import { once } from "node:events"
 import fs from "node:fs"
 import fsp from "node:fs/promises"
-import os from "node:os"
 import path from "node:path"
 import readline from "node:readline"
-import t, { type Test } from "tap"
-import { FileTaskStore, type FileSystem } from "../lib/stores/file.js"
+import t from "tap"
+import { FileTaskStore } from "../lib/stores/file.js"
 import { pidFromTmpFileName, taskFileName, tmpFileName } from "../lib/stores/file-names.js"
 import type { A2ATask } from "../lib/types.js"
+import { deadPid, recordingFs, ROOT, sampleTask, simulated, tmpDir } from "./helpers.js"
 
-const root = path.resolve(import.meta.dirname, "..")
-
-const task = (id: string, metadata: Record<string, unknown> = {}): A2ATask => ({
-  id,
-  contextId: "ctx-1",
-  kind: "task",
-  status: { state: "working", timestamp: new Date().toISOString() },
-  metadata,
-})
-
-const tmpDir = (t: Test) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tn-durability-test-"))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
-  return dir
-}
-
-/** Runs before each file operation with its name ("open", "write", "sync", ...) and path; may throw to fail it, or wait. */
-type Hook = (op: string, file: string) => void | Promise<void>
-
-/**
- * node:fs/promises behind a FileSystem that logs each operation as
- * "<op> <path relative to dir>" ("." for dir itself) and lets `hook` fail or delay it.
- */
-function recordingFs(dir: string, calls: string[], hook: Hook = () => {}): FileSystem {
-  const rel = (file: string) => path.relative(dir, file) || "."
-  const step = async (op: string, file: string, detail = "") => {
-    calls.push(`${op} ${rel(file)}${detail}`)
-    await hook(op, file)
-  }
-  return {
-    mkdir: async (file, options) => {
-      await step("mkdir", file)
-      return fsp.mkdir(file, options)
-    },
-    async open(file, flags) {
-      await step("open", file, ` ${flags}`)
-      const handle = await fsp.open(file, flags)
-      return {
-        writeFile: async (data, encoding) => {
-          await step("write", file)
-          await handle.writeFile(data, encoding)
-        },
-        sync: async () => {
-          await step("sync", file)
-          await handle.sync()
-        },
-        close: async () => {
-          calls.push(`close ${rel(file)}`)
-          await handle.close()
-        },
-      }
-    },
-    rename: async (from, to) => {
-      await step("rename", from, ` ${rel(to)}`)
-      await fsp.rename(from, to)
-    },
-    rm: async (file, options) => {
-      await step("rm", file)
-      await fsp.rm(file, options)
-    },
-    readFile: async (file, encoding) => {
-      await step("readFile", file)
-      return fsp.readFile(file, encoding)
-    },
-    readdir: async (file) => {
-      await step("readdir", file)
-      return fsp.readdir(file)
-    },
-    stat: async (file) => {
-      await step("stat", file)
-      return fsp.stat(file)
-    },
-  }
-}
-
-const simulated = (code: string) => Object.assign(new Error(`${code}: simulated failure`), { code })
-
-/** A pid that no process has any more: a child's, after it has exited and been reaped. */
-async function deadPid(): Promise<number> {
-  const child = spawn(process.execPath, ["-e", ""], { stdio: "ignore" })
-  await once(child, "exit")
-  return child.pid!
-}
+/** A working Task carrying `metadata`, so a test can tell saves of one id apart. */
+const task = (id: string, metadata: Record<string, unknown> = {}): A2ATask => sampleTask(id, "working", { metadata })
 
 // Power loss cannot be simulated in a test. What makes an acknowledged save
 // survive one is this order of operations: the data is on disk (fsync) before
@@ -310,15 +229,15 @@ t.test("the directory is created through the injected fs layer, and a failed att
 
 t.test("kill -9 during concurrent saves loses no acknowledged save and leaves no torn file", async (t) => {
   // The writer runs compiled, as a user runs the store (npm test builds first).
-  const compiled = path.join(root, "dist", "lib", "stores", "file.js")
-  const storeSources = path.join(root, "lib", "stores")
+  const compiled = path.join(ROOT, "dist", "lib", "stores", "file.js")
+  const storeSources = path.join(ROOT, "lib", "stores")
   const sources = fs.readdirSync(storeSources).map((name) => path.join(storeSources, name))
   if (!fs.existsSync(compiled) || sources.some((source) => fs.statSync(source).mtimeMs > fs.statSync(compiled).mtimeMs)) {
     t.fail(`${compiled} is missing or older than lib/stores: run npm run build first`)
     return
   }
   const dir = tmpDir(t)
-  const writer = spawn(process.execPath, [path.join(root, "test", "fixtures", "crash-writer.mjs"), dir, "50", "3"], {
+  const writer = spawn(process.execPath, [path.join(ROOT, "test", "fixtures", "crash-writer.mjs"), dir, "50", "3"], {
     stdio: ["ignore", "pipe", "pipe"],
   })
   t.teardown(() => writer.kill("SIGKILL"))
@@ -375,8 +294,7 @@ t.test("kill -9 during concurrent saves loses no acknowledged save and leaves no
 })
 
 t.test("concurrent saves share directory fsyncs, each one begun after the save's rename", async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tn-group-commit-"))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t)
   const log: string[] = []
   const recording = {
     ...fs.promises,

@@ -1,7 +1,38 @@
+import { spawn, type ChildProcess } from "node:child_process"
 import { randomUUID } from "node:crypto"
-import { InMemoryTaskStore } from "../lib/stores/memory.js"
-import type { A2ATask, TaskState } from "../lib/types.js"
+import { once } from "node:events"
+import fs from "node:fs"
+import fsp from "node:fs/promises"
+import { createServer, type IncomingHttpHeaders } from "node:http"
+import type { AddressInfo } from "node:net"
+import os from "node:os"
+import path from "node:path"
+import readline from "node:readline"
+import type { FastifyInstance } from "fastify"
+import type { Test } from "tap"
+import { TaskEvents } from "../lib/a2a/events.js"
+import { StoreFollower } from "../lib/a2a/follower.js"
+import { JsonRpcDispatcher, type DispatchOutcome } from "../lib/a2a/jsonrpc.js"
+import { TaskRunner } from "../lib/a2a/runner.js"
+import { createLocalClient, type Client, type ModelFunction } from "../lib/client/client.js"
 import type { Logger } from "../lib/log.js"
+import type { FileSystem } from "../lib/stores/file.js"
+import { InMemoryTaskStore } from "../lib/stores/memory.js"
+import type { TaskStore } from "../lib/stores/task-store.js"
+import type { A2ATask, TaskState } from "../lib/types.js"
+import type { ToolnexusA2AOptions } from "../plugins/a2a.js"
+
+/**
+ * The fixtures the test files share, each written once. Fastify and the
+ * plugin are imported only by the helpers that need them, so a test that
+ * imports this file loads no server.
+ */
+
+export const ROOT = path.resolve(import.meta.dirname, "..")
+
+/** The test database and NATS server: TOOLNEXUS_TEST_PG_URL / NATS_URL, or the local ones. */
+export const PG_URL = process.env.TOOLNEXUS_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
+export const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
 
 /** A memory store that records every save, in order. */
 export class RecordingStore extends InMemoryTaskStore {
@@ -55,12 +86,267 @@ export const userMessage = (text: string, extra: Record<string, unknown> = {}) =
 
 export const rpc = (method: string, params: unknown, id: string | number = 1) => ({ jsonrpc: "2.0", id, method, params })
 
-/** A small Task as a store test saves it: one user message, the given state, now as the status time. */
+/** The status time sampleTask stamps: fixed, so two builds of one task are the same text, whatever the clock did between them. */
+export const SAMPLE_TIME = "2026-01-01T00:00:00.000Z"
+
+/** A small Task as a store test saves it: one user message, the given state, SAMPLE_TIME as the status time. */
 export const sampleTask = (id: string, state: TaskState = "submitted", extra: Partial<A2ATask> = {}): A2ATask => ({
   id,
   contextId: "ctx-1",
   kind: "task",
-  status: { state, timestamp: new Date().toISOString() },
+  status: { state, timestamp: SAMPLE_TIME },
   history: [{ kind: "message", messageId: "m1", role: "user", parts: [{ kind: "text", text: "hello" }] }],
   ...extra,
 })
+
+// ---------------------------------------------------------------------------
+// Files and processes
+
+/** A fresh directory under the OS tmp dir, removed when the test ends. */
+export function tmpDir(t: Test, prefix = "tn-test-"): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  return dir
+}
+
+/** A pid no process has any more: a child's, after it has exited and been reaped. */
+export async function deadPid(): Promise<number> {
+  const child = spawn(process.execPath, ["-e", ""], { stdio: "ignore" })
+  await once(child, "exit")
+  return child.pid!
+}
+
+/** Runs before each file operation with its name ("open", "write", "sync", ...) and path; may throw to fail it, or wait. */
+export type FsHook = (op: string, file: string) => void | Promise<void>
+
+/**
+ * node:fs/promises behind a FileSystem that logs each operation as
+ * "<op> <path relative to dir>" ("." for dir itself) and lets `hook` fail or delay it.
+ */
+export function recordingFs(dir: string, calls: string[], hook: FsHook = () => {}): FileSystem {
+  const rel = (file: string) => path.relative(dir, file) || "."
+  const step = async (op: string, file: string, detail = "") => {
+    calls.push(`${op} ${rel(file)}${detail}`)
+    await hook(op, file)
+  }
+  return {
+    mkdir: async (file, options) => {
+      await step("mkdir", file)
+      return fsp.mkdir(file, options)
+    },
+    async open(file, flags) {
+      await step("open", file, ` ${flags}`)
+      const handle = await fsp.open(file, flags)
+      return {
+        writeFile: async (data, encoding) => {
+          await step("write", file)
+          await handle.writeFile(data, encoding)
+        },
+        sync: async () => {
+          await step("sync", file)
+          await handle.sync()
+        },
+        close: async () => {
+          calls.push(`close ${rel(file)}`)
+          await handle.close()
+        },
+      }
+    },
+    rename: async (from, to) => {
+      await step("rename", from, ` ${rel(to)}`)
+      await fsp.rename(from, to)
+    },
+    rm: async (file, options) => {
+      await step("rm", file)
+      await fsp.rm(file, options)
+    },
+    readFile: async (file, encoding) => {
+      await step("readFile", file)
+      return fsp.readFile(file, encoding)
+    },
+    readdir: async (file) => {
+      await step("readdir", file)
+      return fsp.readdir(file)
+    },
+    stat: async (file) => {
+      await step("stat", file)
+      return fsp.stat(file)
+    },
+  }
+}
+
+/** An error as the OS gives it, with its code, for a file system layer to throw. */
+export const simulated = (code: string) => Object.assign(new Error(`${code}: simulated failure`), { code })
+
+/** The compiled toolnexus command, as a user runs it (npm test builds first). */
+export const CLI_BIN = path.join(ROOT, "dist", "bin", "toolnexus.js")
+
+export interface RunningCli {
+  url: string
+  child: ChildProcess
+  /** Every JSON log line the command printed so far; later ones are added as they come. */
+  lines: Array<Record<string, unknown>>
+}
+
+/** Starts the toolnexus command with `args`; resolves once it logs that it listens. Killed when the test ends. */
+export async function startCli(t: Test, args: string[], env: NodeJS.ProcessEnv = {}): Promise<RunningCli> {
+  const child = spawn(process.execPath, [CLI_BIN, ...args], { cwd: ROOT, env: { ...process.env, ...env } })
+  t.teardown(() => void child.kill("SIGKILL"))
+  let stderr = ""
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
+  const lines: Array<Record<string, unknown>> = []
+  const url = await new Promise<string>((resolve, reject) => {
+    readline.createInterface({ input: child.stdout }).on("line", (line) => {
+      try {
+        lines.push(JSON.parse(line) as Record<string, unknown>)
+      } catch {
+        return reject(new Error(`toolnexus printed a line that is not JSON: ${line}`))
+      }
+      if (lines.at(-1)?.msg === "toolnexus agent listening") resolve(String(lines.at(-1)?.url))
+    })
+    child.once("exit", (code) => reject(new Error(`toolnexus exited early (${code}): ${stderr}`)))
+  })
+  return { url, child, lines }
+}
+
+// ---------------------------------------------------------------------------
+// JSON-RPC
+
+/** POSTs a JSON-RPC body to the route of an agent listening at `url`. */
+export const postRpc = (url: string, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(url + "/", { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) })
+
+/** postRpc, and the answer parsed. */
+export const callRpc = async (url: string, body: unknown, headers: Record<string, string> = {}): Promise<any> => (await postRpc(url, body, headers)).json()
+
+/** POSTs a JSON-RPC body (an object, or raw text sent as it is) to an app through inject. */
+export const injectRpc = (app: FastifyInstance, body: unknown, headers: Record<string, string> = {}, url = "/") =>
+  app.inject({ method: "POST", url, headers: { "content-type": "application/json", ...headers }, payload: typeof body === "string" ? body : JSON.stringify(body) })
+
+/** The JSON-RPC messages of a whole server-sent event stream's text. */
+export const sseMessages = (text: string): any[] =>
+  text
+    .split("\n\n")
+    .filter(Boolean)
+    .map((event) => JSON.parse(event.replace(/^data: /, "")))
+
+/** Reads a server-sent event stream as it arrives: `messages` fills event by event; `done` resolves with them all once it ends. */
+export function readSse(body: AsyncIterable<Uint8Array>): { messages: any[]; done: Promise<any[]> } {
+  const messages: unknown[] = []
+  const done = (async () => {
+    const decoder = new TextDecoder()
+    let buffered = ""
+    for await (const chunk of body) {
+      buffered += decoder.decode(chunk, { stream: true })
+      for (let end = buffered.indexOf("\n\n"); end >= 0; end = buffered.indexOf("\n\n")) {
+        messages.push(JSON.parse(buffered.slice(0, end).replace(/^data: /, "")))
+        buffered = buffered.slice(end + 2)
+      }
+    }
+    return messages
+  })()
+  return { messages, done }
+}
+
+/** The JSON-RPC answer a dispatch outcome carries, parsed; undefined for a notification. */
+export const answerOf = (outcome: DispatchOutcome): any => (outcome.body === undefined ? undefined : JSON.parse(outcome.body))
+
+/**
+ * The protocol core without HTTP: a runner, a follower polling every 10 ms
+ * and a dispatcher, on `store`; `call` dispatches a body and parses the answer.
+ */
+export function dispatcherFor(respond: ModelFunction | Client = () => "DONE", store: TaskStore = new RecordingStore()) {
+  const log = memoryLogger()
+  const client = typeof respond === "function" ? createLocalClient(respond) : respond
+  const events = new TaskEvents()
+  const runner = new TaskRunner({ store, client, log, events })
+  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower: new StoreFollower({ store, runner, log, pollIntervalMs: 10 }) })
+  const call = async (body: unknown, version?: string) => answerOf(await dispatcher.dispatch(body, { log, version }))
+  return { store, log, events, runner, dispatcher, call }
+}
+
+/** A Fastify app with the plugin registered (`before` may set up the host's own routes first), ready; closed when the test ends. */
+export async function a2aApp(t: Test, opts: ToolnexusA2AOptions, before?: (app: FastifyInstance) => void): Promise<FastifyInstance> {
+  const [{ default: Fastify }, { toolnexusA2A }] = await Promise.all([import("fastify"), import("../plugins/a2a.js")])
+  const app = Fastify()
+  before?.(app)
+  await app.register(toolnexusA2A, opts)
+  t.teardown(() => app.close())
+  await app.ready()
+  return app
+}
+
+// ---------------------------------------------------------------------------
+// A fake model endpoint
+
+/** The parts of a model request body the assertions look at. */
+export interface WireBody {
+  model?: string
+  max_tokens?: number
+  system?: string
+  messages: Array<{ role: string; content: unknown; tool_calls?: unknown; tool_call_id?: string }>
+  tools?: unknown[]
+}
+
+/** One request the fake model endpoint took. */
+export interface ModelRequest {
+  method: string
+  path: string
+  headers: IncomingHttpHeaders
+  body: WireBody
+  /** Set once the client went away before it had the answer. */
+  abandoned: boolean
+}
+
+/** An answer: JSON or text, with a status and headers; "hang" never answers (the connection is closed when the test ends). */
+export type Scripted = (({ json: unknown } | { text: string }) & { status?: number; headers?: Record<string, string> }) | "hang"
+
+/** What a model answers when it says `text`, in the OpenAI chat completions form. */
+export const openAIText = (text: string): Scripted => ({
+  json: { choices: [{ message: { content: text } }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } },
+})
+
+/**
+ * A real HTTP model endpoint on 127.0.0.1 that records each request and
+ * answers it: from `script` in order (a 500 once the script runs out), or
+ * with what `script` returns for it, which may be a promise the test settles.
+ */
+export async function modelServer(
+  t: Test,
+  script: Scripted[] | ((request: ModelRequest) => Scripted | Promise<Scripted>),
+): Promise<{ url: string; requests: ModelRequest[] }> {
+  const requests: ModelRequest[] = []
+  const server = createServer((req, res) => {
+    let raw = ""
+    req.setEncoding("utf8")
+    req.on("data", (chunk: string) => (raw += chunk))
+    req.on("end", async () => {
+      const request: ModelRequest = { method: req.method ?? "", path: req.url ?? "", headers: req.headers, body: JSON.parse(raw) as WireBody, abandoned: false }
+      requests.push(request)
+      res.on("close", () => (request.abandoned = !res.writableEnded))
+      const scripted = Array.isArray(script)
+        ? (script[requests.length - 1] ?? { status: 500, text: "the test script ran out of answers" })
+        : await script(request)
+      if (scripted === "hang" || res.destroyed) return
+      const isJson = "json" in scripted
+      res.writeHead(scripted.status ?? 200, { "content-type": isJson ? "application/json" : "text/html", ...scripted.headers })
+      res.end(isJson ? JSON.stringify(scripted.json) : scripted.text)
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  t.teardown(() => {
+    server.closeAllConnections()
+    return new Promise<void>((resolve) => server.close(() => resolve()))
+  })
+  const { port } = server.address() as AddressInfo
+  return { url: `http://127.0.0.1:${port}`, requests }
+}
+
+/** A port nothing listens on. */
+export async function closedPort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const { port } = server.address() as AddressInfo
+  await new Promise<void>((resolve) => server.close(() => resolve()))
+  return port
+}

@@ -4,7 +4,8 @@ import { ClientFactory } from "@a2a-js/sdk/client"
 import t, { type Test } from "tap"
 import { createLocalClient, type ModelFunction } from "../lib/client/client.js"
 import { serve, type ServedAgent } from "../plugins/serve.js"
-import { deferred, waitFor } from "./helpers.js"
+import type { TaskStore } from "../lib/stores/task-store.js"
+import { deferred, postRpc, RecordingStore, sseMessages, waitFor } from "./helpers.js"
 
 /**
  * A real listening server driven by the official @a2a-js/sdk 1.x client
@@ -27,9 +28,9 @@ function model() {
   return { respond, gates, signals }
 }
 
-async function start(t: Test) {
+async function start(t: Test, store?: TaskStore) {
   const m = model()
-  const srv = await serve("127.0.0.1:0", { client: createLocalClient(m.respond), a2a: { name: "interop" }, logger: false })
+  const srv = await serve("127.0.0.1:0", { client: createLocalClient(m.respond), a2a: { name: "interop", store }, logger: false })
   t.teardown(() => srv.stop())
   const sdk = await new ClientFactory().createFromUrl(srv.url)
   return { srv, sdk, ...m }
@@ -84,16 +85,19 @@ t.test("official SDK: list with paging and filters", async (t) => {
 })
 
 t.test("official SDK: cancel stops a running task for good", async (t) => {
-  const { sdk, signals } = await start(t)
+  const store = new RecordingStore()
+  const { sdk, signals, srv } = await start(t, store)
   const running = (await sdk.sendMessage(say("wait for cancel", { configuration: { returnImmediately: true } }))) as any
   await waitFor(() => signals.length === 1)
   const canceled = (await sdk.cancelTask(CancelTaskRequest.fromJSON({ id: running.id }))) as any
   t.equal(canceled.status.state, TaskState.TASK_STATE_CANCELED)
   t.equal(signals[0].aborted, true, "the model request saw the abort")
-  await new Promise((resolve) => setTimeout(resolve, 50))
   const later = (await sdk.getTask(GetTaskRequest.fromJSON({ id: running.id }))) as any
-  t.equal(later.status.state, TaskState.TASK_STATE_CANCELED, "no later save overwrote canceled")
+  t.equal(later.status.state, TaskState.TASK_STATE_CANCELED)
   await t.rejects(sdk.cancelTask(CancelTaskRequest.fromJSON({ id: running.id })), { envelopeCode: -32002 }, "a terminal task is not cancelable")
+  // stop() waits for the canceled run to let go: whatever it would still save is saved by then.
+  await srv.stop()
+  t.same(store.statesOf(running.id), ["submitted", "working", "canceled"], "no later save overwrote canceled")
 })
 
 t.test("official SDK: stream and resubscribe", async (t) => {
@@ -143,8 +147,7 @@ t.test("official SDK: not-found errors", async (t) => {
 })
 
 /** A 0.3 peer: no A2A-Version header, `kind` on parts, bare Task results. */
-const post = (srv: ServedAgent, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(srv.url + "/", { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) })
+const post = (srv: ServedAgent, body: unknown, headers: Record<string, string> = {}) => postRpc(srv.url, body, headers)
 
 t.test("a 0.3 peer: SendMessage then GetTask polling, with kind parts", async (t) => {
   const { srv } = await start(t)
@@ -164,10 +167,7 @@ t.test("a 0.3 peer: message/stream events carry kind and final", async (t) => {
   const { srv } = await start(t)
   const res = await post(srv, { jsonrpc: "2.0", id: 9, method: "message/stream", params: { message: { messageId: "s1", role: "user", parts: [{ kind: "text", text: "s" }] } } })
   t.match(res.headers.get("content-type"), /^text\/event-stream/)
-  const events = (await res.text())
-    .split("\n\n")
-    .filter(Boolean)
-    .map((chunk) => JSON.parse(chunk.replace(/^data: /, "")))
+  const events = sseMessages(await res.text())
   t.ok(events.every((e) => e.jsonrpc === "2.0" && e.id === 9), "each event is a response to the request id")
   t.same(
     events.map((e) => [e.result.kind, e.result.status?.state, e.result.final]),

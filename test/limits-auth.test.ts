@@ -2,24 +2,19 @@ import Fastify from "fastify"
 import t, { type Test } from "tap"
 import { TaskEvents } from "../lib/a2a/events.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
-import { createLocalClient } from "../lib/client/client.js"
+import { createLocalClient, type ChatMessage } from "../lib/client/client.js"
 import { INTERNALS_KEY } from "../lib/internals.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
-import type { A2ATask } from "../lib/types.js"
 import { toolnexusA2A, type ToolnexusA2AOptions } from "../plugins/a2a.js"
-import { deferred, memoryLogger, RecordingStore, rpc, userMessage, waitFor } from "./helpers.js"
+import { a2aApp, deferred, injectRpc, memoryLogger, RecordingStore, rpc, sampleTask, userMessage, waitFor } from "./helpers.js"
 
 const ALICE = "alice-secret-0123456789"
 const BOB = "bob-secret-0123456789ab"
 
 async function app(t: Test, opts: Partial<ToolnexusA2AOptions> = {}) {
   const store = new RecordingStore()
-  const instance = Fastify()
-  await instance.register(toolnexusA2A, { client: createLocalClient(() => "ok"), store, ...opts })
-  t.teardown(() => instance.close())
-  await instance.ready()
-  const post = (body: unknown, headers: Record<string, string> = {}) =>
-    instance.inject({ method: "POST", url: "/", headers: { "content-type": "application/json", ...headers }, payload: JSON.stringify(body) })
+  const instance = await a2aApp(t, { client: createLocalClient(() => "ok"), store, ...opts })
+  const post = (body: unknown, headers: Record<string, string> = {}) => injectRpc(instance, body, headers)
   return { instance, store, post }
 }
 
@@ -55,6 +50,21 @@ t.test("tasks belong to the principal that created them", async (t) => {
   t.equal(aliceList.totalSize, 1)
 })
 
+t.test("a shared contextId does not carry one principal's conversation to another", async (t) => {
+  const seen: ChatMessage[][] = []
+  const { post } = await app(t, {
+    client: createLocalClient(({ messages }) => (seen.push(messages), "ok")),
+    auth: { tokens: { [ALICE]: "alice", [BOB]: "bob" } },
+  })
+  const send = (secret: string, text: string) =>
+    post(rpc("SendMessage", { message: userMessage(text, { contextId: "support-chat" }), configuration: { blocking: true } }), as(secret))
+  await send(ALICE, "my card PIN is 4321")
+  await send(BOB, "hi")
+  await send(ALICE, "and my address?")
+  t.same(seen[1].map((m) => m.content), ["hi"], "Bob's model sees none of Alice's turns")
+  t.same(seen[2].map((m) => m.content), ["my card PIN is 4321", "ok", "and my address?"], "Alice's sees only hers")
+})
+
 t.test("a verify hook decides the principal; a throwing hook refuses", async (t) => {
   const { post } = await app(t, {
     auth: {
@@ -79,6 +89,12 @@ t.test("the agent card stays public and advertises the schemes in each version's
   t.equal(v03.statusCode, 200)
   t.match(v03.json().securitySchemes, { bearer: { type: "http", scheme: "bearer" }, apiKey: { type: "apiKey", in: "header", name: "x-api-key" } })
   t.equal(v03.headers.vary, "A2A-Version")
+})
+
+t.test("a verify-only auth does not advertise token schemes it does not take", async (t) => {
+  const { instance } = await app(t, { auth: { verify: () => "someone" } })
+  const card = (await instance.inject({ url: "/.well-known/agent-card.json", headers: { "a2a-version": "1.0" } })).json()
+  t.notOk(card.securitySchemes)
 })
 
 t.test("auth options are checked at registration", async (t) => {
@@ -152,7 +168,7 @@ t.test("a queued task can be canceled before it starts, and stop() fails the one
 })
 
 t.test("InMemoryTaskStore drops finished tasks first when full, and after their TTL", async (t) => {
-  const task = (id: string, state: A2ATask["status"]["state"]): A2ATask => ({ id, status: { state } })
+  const task = sampleTask
   const bounded = new InMemoryTaskStore({ maxTasks: 3 })
   await bounded.save(task("done-1", "completed"))
   await bounded.save(task("open-1", "working"))
@@ -165,11 +181,15 @@ t.test("InMemoryTaskStore drops finished tasks first when full, and after their 
   t.ok(await bounded.get("open-1"), "unfinished tasks are never dropped, even past the bound")
   t.equal(bounded.size, 4)
 
+  // The store's clock, moved by hand: the TTL is then exact, however slow the machine.
+  let now = Date.parse("2026-01-01T00:00:00Z")
+  t.capture(Date, "now", () => now)
   const ttl = new InMemoryTaskStore({ terminalTtlMs: 20 })
   await ttl.save(task("short", "completed"))
   await ttl.save(task("running", "working"))
-  t.ok(await ttl.get("short"))
-  await new Promise((resolve) => setTimeout(resolve, 40))
+  now += 19
+  t.ok(await ttl.get("short"), "kept until its TTL is up")
+  now += 1
   t.equal(await ttl.get("short"), undefined, "expired after its TTL")
   t.ok(await ttl.get("running"), "an unfinished task has no TTL")
   t.equal((await ttl.list({})).totalSize, 1)

@@ -1,27 +1,14 @@
-import fs from "node:fs"
-import os from "node:os"
-import path from "node:path"
 import Fastify, { type FastifyInstance } from "fastify"
 import t, { type Test } from "tap"
 import { createLocalClient } from "../lib/client/client.js"
 import { FileTaskStore } from "../lib/stores/file.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import { toolnexusA2A, toolnexusA2APlugin, type ToolnexusA2AOptions } from "../plugins/a2a.js"
-import { RecordingStore, rpc, userMessage, waitFor } from "./helpers.js"
+import { a2aApp, injectRpc as post, RecordingStore, rpc, tmpDir, userMessage, waitFor } from "./helpers.js"
 
 const client = createLocalClient(() => "pong")
 
-async function build(t: Test, opts: Partial<ToolnexusA2AOptions> = {}, before?: (app: FastifyInstance) => void): Promise<FastifyInstance> {
-  const app = Fastify()
-  before?.(app)
-  await app.register(toolnexusA2A, { client, ...opts })
-  t.teardown(() => app.close())
-  await app.ready()
-  return app
-}
-
-const post = (app: FastifyInstance, body: unknown, headers: Record<string, string> = {}, url = "/") =>
-  app.inject({ method: "POST", url, headers: { "content-type": "application/json", ...headers }, payload: typeof body === "string" ? body : JSON.stringify(body) })
+const build = (t: Test, opts: Partial<ToolnexusA2AOptions> = {}, before?: (app: FastifyInstance) => void) => a2aApp(t, { client, ...opts }, before)
 
 t.test("serves JSON-RPC on POST / and decorates the app with the store", async (t) => {
   const store = new RecordingStore()
@@ -81,6 +68,14 @@ t.test("HTTP-level errors are JSON-RPC error bodies with the right status", asyn
   t.equal(notification.body, "")
 })
 
+t.test("HTTP-level refusals answer in the version asked for", async (t) => {
+  const app = await build(t)
+  const res = await post(app, "{bad", { "a2a-version": "1.0" })
+  t.match(res.json().error, { code: -32700, data: [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "PARSE_ERROR" }] })
+  const old = await post(app, "{bad")
+  t.notOk(old.json().error.data, "0.3 keeps the plain form")
+})
+
 t.test("the agent card carries the 1.0 and 0.3 fields and the host's card options", async (t) => {
   const skills = [{ id: "desk", name: "Help desk", description: "Answers tickets", tags: ["support"] }]
   const app = await build(t, { name: "audited-desk", description: "A desk", version: "2.1.0", provider: { organization: "Acme", url: "https://acme.test" }, skills })
@@ -136,8 +131,7 @@ t.test("close() closes a store the plugin built, never a host's store", async (t
   await app.close()
   t.equal(closed, 0, "the host's store stays open")
 
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tn-plugin-"))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const dir = tmpDir(t)
   const closeSpy = t.capture(FileTaskStore.prototype, "close", async () => {})
   const owned = Fastify()
   await owned.register(toolnexusA2A, { client, store: `file:${dir}` })

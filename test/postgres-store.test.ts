@@ -6,14 +6,13 @@ import { pageOfTasks, type TaskQuery } from "../lib/stores/list.js"
 import { PostgresTaskStore, type PostgresTaskStoreOptions } from "../lib/stores/postgres.js"
 import { TaskConflictError } from "../lib/stores/task-store.js"
 import type { A2ATask, TaskState } from "../lib/types.js"
-import { waitFor, sampleTask } from "./helpers.js"
+import { PG_URL, sampleTask, waitFor } from "./helpers.js"
 import { storeContract } from "./store-contract.js"
 
 /**
  * Runs against a real PostgreSQL (TOOLNEXUS_TEST_PG_URL, default the local
  * test database). Every test works on tables of its own, dropped after it.
  */
-const PG_URL = process.env.TOOLNEXUS_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 const admin = new pg.Pool({ connectionString: PG_URL, max: 2 })
 t.teardown(() => admin.end())
 
@@ -282,25 +281,25 @@ t.test("watch comes back after its connection is killed", async (t) => {
   const b = open()
   const seen: string[] = []
   const stop = await a.watch((id) => seen.push(id))
-  const killed = await admin.query(
-    `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query = $1`,
+  /** The backends that have finished running the watch's LISTEN. */
+  const listening = async () =>
+    (
+      await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query = $1 AND state = 'idle'`, [
+        `LISTEN "${a.channel}"`,
+      ])
+    ).rows.map((row) => row.pid)
+  const killed = await admin.query<{ pid: number }>(
+    `SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query = $1`,
     [`LISTEN "${a.channel}"`],
   )
   t.equal(killed.rowCount, 1, "the watch connection was found and killed")
   await waitFor(() => errors.length > 0, 20_000, "the drop reported to onError")
   t.equal(errors[0].operation, "watch")
-  // Notifications sent while it was down are lost: keep saving until one arrives.
-  let n = 0
-  await waitFor(
-    async () => {
-      await b.save(task(`after-${n++}`))
-      await new Promise((resolve) => setTimeout(resolve, 50))
-      return seen.length > 0
-    },
-    30_000,
-    "a notification on the new connection",
-  )
-  t.match(seen[0], /^after-\d+$/)
+  // Notifications sent while it was down are lost: save once it listens again, on a new connection.
+  await waitFor(async () => (await listening()).some((pid) => pid !== killed.rows[0].pid), 20_000, "the watch to listen again")
+  await b.save(task("after"))
+  await waitFor(() => seen.includes("after"), 20_000, "a notification on the new connection")
+  t.same(seen, ["after"])
   await stop()
 })
 
@@ -336,8 +335,7 @@ t.test("leases: renewed by the database clock, seen by every server, expiring, r
   t.notOk(await b.leases.isAlive("server-b"))
 
   await a.leases.renew("short", 200)
-  await new Promise((resolve) => setTimeout(resolve, 600))
-  t.notOk(await b.leases.isAlive("short"), "expired after its ttl")
+  await waitFor(async () => !(await b.leases.isAlive("short")), 20_000, "the short lease to expire")
   await a.leases.renew("short", 60_000)
   t.ok(await b.leases.isAlive("short"), "renewing revives it")
 
@@ -414,7 +412,7 @@ t.test("bad calls are refused before any SQL", async (t) => {
   await t.rejects(store.watch("no" as unknown as () => void), /needs a function/)
 })
 
-t.test("the constructor opens nothing; close() is idempotent and final", async (t) => {
+t.test("an unreachable server is an error at first use, not in the constructor; close() is idempotent and final", async (t) => {
   const unreachable = new PostgresTaskStore("postgres://postgres@127.0.0.1:1/test", { table: uniqueName("tn_test") })
   await t.rejects(unreachable.open(), { code: "ECONNREFUSED" }, "an unreachable server is an error, not a hang")
   await t.rejects(unreachable.get("x"), { code: "ECONNREFUSED" }, "a failed attempt is forgotten: the next call tries again")

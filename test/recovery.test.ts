@@ -1,27 +1,15 @@
 import { spawn } from "node:child_process"
 import fs from "node:fs"
-import http from "node:http"
-import os from "node:os"
 import path from "node:path"
-import readline from "node:readline"
 import t from "tap"
 import { recoverInterrupted, RecoveryService, sameHostLiveness } from "../lib/a2a/recovery.js"
 import { createLocalClient } from "../lib/client/client.js"
 import { currentRunner, withInternals, type RunnerId } from "../lib/internals.js"
-import { serve } from "../plugins/serve.js"
+import { createLogger, serve } from "../plugins/serve.js"
 import { FileTaskStore } from "../lib/stores/file.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import type { A2ATask } from "../lib/types.js"
-import { memoryLogger, RecordingStore, waitFor } from "./helpers.js"
-
-const root = path.resolve(import.meta.dirname, "..")
-
-/** A pid that surely belongs to no process: one that just exited. */
-async function deadPid(): Promise<number> {
-  const child = spawn(process.execPath, ["-e", ""])
-  await new Promise((resolve) => child.once("exit", resolve))
-  return child.pid!
-}
+import { callRpc, deadPid, deferred, memoryLogger, modelServer, RecordingStore, rpc, sampleTask, startCli, tmpDir, userMessage, waitFor } from "./helpers.js"
 
 t.test("sameHostLiveness", async (t) => {
   const self = currentRunner()
@@ -36,10 +24,7 @@ t.test("recoverInterrupted fails only the unfinished tasks of dead processes", a
   const store = new RecordingStore()
   const self = currentRunner()
   const dead: RunnerId = { ...self, pid: await deadPid(), instance: "dead" }
-  const task = (id: string, state: A2ATask["status"]["state"], runner?: RunnerId) => {
-    const plain: A2ATask = { id, contextId: "c", status: { state, timestamp: new Date().toISOString() } }
-    return runner ? withInternals(plain, { runner }) : plain
-  }
+  const task = (id: string, state: A2ATask["status"]["state"], runner?: RunnerId) => (runner ? withInternals(sampleTask(id, state), { runner }) : sampleTask(id, state))
   await store.save(task("orphan-working", "working", dead))
   await store.save(task("orphan-submitted", "submitted", dead))
   await store.save(task("mine", "working", self))
@@ -52,71 +37,76 @@ t.test("recoverInterrupted fails only the unfinished tasks of dead processes", a
   const recovered = (await store.get("orphan-working"))!
   t.equal(recovered.status.state, "failed")
   t.match(recovered.status.message?.parts[0], { text: /Interrupted: the server running this task \(pid \d+\) stopped before it finished/ })
-  t.equal(recovered.contextId, "c")
+  t.equal(recovered.contextId, "ctx-1")
   for (const id of ["mine", "done", "waiting", "no-owner"]) t.same(store.statesOf(id).length, 1, `${id} untouched`)
   t.ok(log.lines.some((l) => l.taskId === "orphan-working" && l.msg === "recovered a task interrupted by a stopped server"))
   t.same(await recoverInterrupted({ store: { get: async () => undefined, save: async () => {} } as TaskStore, self, log }), [], "a store without list: nothing to do")
 })
 
 t.test("a real server killed mid-task: its task is failed by the next server, never by a live neighbour", async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tn-recovery-"))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
-
+  const dir = tmpDir(t)
   // A model endpoint that takes requests and never answers, so the task stays working.
-  let modelCalls = 0
-  const llm = http.createServer(() => void modelCalls++)
-  await new Promise<void>((resolve) => llm.listen(0, "127.0.0.1", resolve))
-  t.teardown(() => {
-    llm.closeAllConnections()
-    llm.close()
-  })
-  const llmUrl = `http://127.0.0.1:${(llm.address() as { port: number }).port}`
-
-  const first = spawn(process.execPath, [path.join(root, "dist/bin/toolnexus.js"), "--port", "0", "--store", `file:${dir}`, "--base-url", llmUrl, "--model", "m"], {
-    cwd: root,
-  })
-  t.teardown(() => first.kill("SIGKILL"))
-  const firstUrl = await new Promise<string>((resolve, reject) => {
-    readline.createInterface({ input: first.stdout }).on("line", (line) => {
-      const entry = JSON.parse(line)
-      if (entry.msg === "toolnexus agent listening") resolve(entry.url)
-    })
-    first.once("exit", (code) => reject(new Error(`the first server exited early (${code})`)))
-  })
-  const sent = (await fetch(firstUrl + "/", {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: "m-hold", role: "user", parts: [{ kind: "text", text: "hold" }] } } }),
-  }).then((r) => r.json())) as { result: A2ATask }
-  const id = sent.result.id
+  const llm = await modelServer(t, ["hang"])
+  const first = await startCli(t, ["--port", "0", "--store", `file:${dir}`, "--base-url", llm.url, "--model", "m"])
+  const sent = await callRpc(first.url, rpc("SendMessage", { message: { messageId: "m-hold", role: "user", parts: [{ kind: "text", text: "hold" }] } }))
+  const id: string = sent.result.id
   const files = new FileTaskStore(dir)
-  await waitFor(async () => modelCalls === 1 && (await files.get(id))?.status.state === "working", 10_000, "the task to be working")
+  await waitFor(async () => llm.requests.length === 1 && (await files.get(id))?.status.state === "working", 10_000, "the task to be working")
 
   // A second server on the same directory while the first lives: a rolling redeploy.
   const neighbour = await serve("127.0.0.1:0", { client: createLocalClient(() => "x"), a2a: { store: `file:${dir}` }, logger: false })
   t.equal((await files.get(id))?.status.state, "working", "a live process's running task is not failed by its neighbour")
   await neighbour.stop()
 
-  first.kill("SIGKILL")
-  await new Promise((resolve) => first.once("exit", resolve))
+  first.child.kill("SIGKILL")
+  await new Promise((resolve) => first.child.once("exit", resolve))
   const next = await serve("127.0.0.1:0", { client: createLocalClient(() => "x"), a2a: { store: `file:${dir}` }, logger: false })
   t.teardown(() => next.stop())
   const recovered = (await files.get(id))!
   t.equal(recovered.status.state, "failed", "after the restart the interrupted task is failed")
   t.match(recovered.status.message?.parts[0], { text: /Interrupted/ })
-  const polled = (await fetch(next.url + "/", {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "GetTask", params: { id } }),
-  }).then((r) => r.json())) as { result: A2ATask }
+  const polled = await callRpc(next.url, rpc("GetTask", { id }))
   t.equal(polled.result.status.state, "failed", "a peer polling after the redeploy finds it, failed, not missing")
 })
 
-t.test("a slow first sweep does not hold start-up; it finishes in the background and stop() ends it", async (t) => {
+t.test("two servers in one process on one directory do not recover each other's live tasks", async (t) => {
+  const dir = tmpDir(t)
+  const hold = deferred<string>()
+  const a = await serve("127.0.0.1:0", { client: createLocalClient(() => hold.promise), a2a: { store: `file:${dir}` }, logger: false })
+  const sent = await callRpc(a.url, rpc("SendMessage", { message: userMessage("x") }))
+  const files = new FileTaskStore(dir)
+  await waitFor(async () => (await files.get(sent.result.id))?.status.state === "working")
+  const b = await serve("127.0.0.1:0", { client: createLocalClient(() => "x"), a2a: { store: `file:${dir}` }, logger: false })
+  t.equal((await files.get(sent.result.id))?.status.state, "working", "B left A's live task alone")
+  hold.resolve("done")
+  await waitFor(async () => (await files.get(sent.result.id))?.status.state === "completed")
+  await b.stop()
+  await a.stop()
+})
+
+t.test("one unreadable file does not stop listing or restart recovery", async (t) => {
+  const dir = tmpDir(t)
+  const files = new FileTaskStore(dir)
+  const dead = { ...currentRunner(), pid: 2 ** 22 + 17, instance: "dead" }
+  await files.save(withInternals(sampleTask("orphan", "working"), { runner: dead }))
+  fs.writeFileSync(path.join(dir, "junk.json"), "{ torn")
+  const lines: string[] = []
+  const logger = createLogger({}, { write: (line: string) => void lines.push(line) })
+  const srv = await serve("127.0.0.1:0", { client: createLocalClient(() => "x"), a2a: { store: `file:${dir}` }, logger })
+  t.teardown(() => srv.stop())
+  t.equal((await files.get("orphan"))?.status.state, "failed", "the orphan was recovered")
+  const listed = await callRpc(srv.url, rpc("ListTasks", {}))
+  t.equal(listed.result.totalSize, 1, "ListTasks answers, without the unreadable file")
+  // The store the server built reports what it skipped through the server's log.
+  await waitFor(() => lines.some((line) => /task store background failure/.test(line) && /junk\.json/.test(line)), 5000, "the log line")
+  await t.rejects(files.get("junk"), /corrupt task file/, "get still reports it")
+})
+
+t.test("a slow first sweep does not hold start-up; it finishes in the background", async (t) => {
   const store = new RecordingStore()
   const self = currentRunner()
   const dead: RunnerId = { ...self, pid: await deadPid(), instance: "dead" }
-  await store.save(withInternals({ id: "late-orphan", contextId: "c", status: { state: "working", timestamp: new Date().toISOString() } }, { runner: dead }))
+  await store.save(withInternals(sampleTask("late-orphan", "working"), { runner: dead }))
   const gate = { open: false }
   const slow: TaskStore = {
     get: (id) => store.get(id),

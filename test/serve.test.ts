@@ -3,8 +3,9 @@ import { pino } from "pino"
 import t from "tap"
 import { createClient, createLocalClient } from "../lib/client/client.js"
 import { createLogger, parseAddress, serve } from "../plugins/serve.js"
+import { FileTaskStore } from "../lib/stores/file.js"
 import { createToolkit } from "../lib/tools/toolkit.js"
-import { deferred, RecordingStore, rpc, userMessage, waitFor } from "./helpers.js"
+import { callRpc, deferred, modelServer, postRpc, RecordingStore, rpc, tmpDir, userMessage, waitFor } from "./helpers.js"
 
 /** A pino logger writing JSON lines into an array. */
 function capturedLogger() {
@@ -19,9 +20,6 @@ function capturedLogger() {
   })
   return { logger: pino({ level: "info" }, stream), lines, raw }
 }
-
-const postRpc = (url: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(url + "/", { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) }).then((r) => r.json() as Promise<any>)
 
 t.test("parseAddress", async (t) => {
   t.same(parseAddress("127.0.0.1:0"), { host: "127.0.0.1", port: 0 })
@@ -40,12 +38,12 @@ t.test("serve() listens, answers, logs one line per request and per transition, 
   t.teardown(() => srv.stop())
   t.match(srv.url, /^http:\/\/127\.0\.0\.1:\d+$/)
 
-  const sent = await postRpc(srv.url, rpc("SendMessage", { message: userMessage("hi") }))
+  const sent = await callRpc(srv.url, rpc("SendMessage", { message: userMessage("hi") }))
   const id = sent.result.id
   await waitFor(() => store.statesOf(id).includes("completed"))
-  const got = await postRpc(srv.url, rpc("GetTask", { id }))
+  const got = await callRpc(srv.url, rpc("GetTask", { id }))
   t.equal(got.result.status.state, "completed")
-  const missing = await postRpc(srv.url, rpc("GetTask", { id: "nope" }))
+  const missing = await callRpc(srv.url, rpc("GetTask", { id: "nope" }))
   t.equal(missing.error.code, -32001)
 
   const requests = lines.filter((l) => l.msg === "a2a request")
@@ -65,26 +63,18 @@ t.test("serve() on IPv6 loopback", async (t) => {
   const srv = await serve("[::1]:0", { client: createLocalClient(() => "v6"), logger: false })
   t.teardown(() => srv.stop())
   t.match(srv.url, /^http:\/\/\[::1\]:\d+$/)
-  const sent = await postRpc(srv.url, rpc("SendMessage", { message: userMessage("x"), configuration: { blocking: true } }))
+  const sent = await callRpc(srv.url, rpc("SendMessage", { message: userMessage("x"), configuration: { blocking: true } }))
   t.equal(sent.result.artifacts[0].parts[0].text, "v6")
 })
 
 t.test("credentials never reach the log", async (t) => {
   const { logger, raw } = capturedLogger()
-  const llm = await import("node:http").then(({ createServer }) =>
-    createServer((_req, res) => {
-      res.writeHead(401, { "content-type": "application/json" })
-      res.end(JSON.stringify({ error: { message: "Incorrect API key provided" } }))
-    }),
-  )
-  await new Promise<void>((resolve) => llm.listen(0, "127.0.0.1", resolve))
-  t.teardown(() => llm.close())
-  const port = (llm.address() as { port: number }).port
-  const client = createClient({ baseUrl: `http://127.0.0.1:${port}`, style: "openai", model: "m", apiKey: "sk-model-key-123" })
+  const llm = await modelServer(t, [{ status: 401, json: { error: { message: "Incorrect API key provided" } } }])
+  const client = createClient({ baseUrl: llm.url, style: "openai", model: "m", apiKey: "sk-model-key-123" })
   const store = new RecordingStore()
   const srv = await serve("127.0.0.1:0", { client, a2a: { store }, logger })
   t.teardown(() => srv.stop())
-  const sent = await postRpc(srv.url, rpc("SendMessage", { message: userMessage("x") }), { authorization: "Bearer peer-token-456", "x-api-key": "peer-key-789" })
+  const sent = await callRpc(srv.url, rpc("SendMessage", { message: userMessage("x") }), { authorization: "Bearer peer-token-456", "x-api-key": "peer-key-789" })
   await waitFor(() => store.statesOf(sent.result.id).includes("failed"))
   const task = await store.get(sent.result.id)
   t.match(task?.status.message?.parts[0], { text: /401/ }, "the failure reason reaches the task")
@@ -103,7 +93,7 @@ t.test("pino options and logger: false are accepted; a host's redact keeps ours"
   logger.info({ token: "t-1", headers: { authorization: "Bearer b-2" } }, "x")
   t.notMatch(lines.join(""), /t-1|b-2/, "both the host's path and the credential paths are redacted")
   const silent = await serve("127.0.0.1:0", { client: createLocalClient(() => "x"), logger: false })
-  t.equal((await postRpc(silent.url, rpc("GetTask", { id: "x" }))).error.code, -32001)
+  t.equal((await callRpc(silent.url, rpc("GetTask", { id: "x" }))).error.code, -32001)
   await silent.stop()
 })
 
@@ -111,15 +101,37 @@ t.test("stop() lets an in-flight task finish", async (t) => {
   const gate = deferred<string>()
   const store = new RecordingStore()
   const srv = await serve("127.0.0.1:0", { client: createLocalClient(() => gate.promise), a2a: { store }, logger: false })
-  const sent = await postRpc(srv.url, rpc("SendMessage", { message: userMessage("x") }))
+  const sent = await callRpc(srv.url, rpc("SendMessage", { message: userMessage("x") }))
   await waitFor(() => store.statesOf(sent.result.id).includes("working"))
   const stopping = srv.stop()
-  setTimeout(() => gate.resolve("made it"), 30)
+  // Once stop() has begun, new requests get 503 while it waits for the task.
+  await waitFor(async () => (await postRpc(srv.url, rpc("GetTask", { id: sent.result.id }))).status === 503, 5000, "stop() to begin")
+  gate.resolve("made it")
   await stopping
   t.same(store.statesOf(sent.result.id), ["submitted", "working", "completed"])
 })
 
-t.test("serve() refuses a taken port with the listen error and leaves nothing open", async (t) => {
+t.test("stop() does not wait on a stream following a task of another server", async (t) => {
+  const dir = tmpDir(t)
+  const hold = deferred<string>()
+  const a = await serve("127.0.0.1:0", { client: createLocalClient(() => hold.promise), a2a: { store: `file:${dir}` }, logger: false })
+  t.teardown(async () => {
+    hold.resolve("done")
+    await a.stop()
+  })
+  const b = await serve("127.0.0.1:0", { client: createLocalClient(() => "x"), a2a: { store: `file:${dir}`, shutdownGraceMs: 50 }, logger: false })
+  const sent = await callRpc(a.url, rpc("SendMessage", { message: userMessage("x") }))
+  const files = new FileTaskStore(dir)
+  await waitFor(async () => (await files.get(sent.result.id))?.status.state === "working")
+  const following = await postRpc(b.url, rpc("SubscribeToTask", { id: sent.result.id }))
+  const reading = following.text()
+  const started = Date.now()
+  await b.stop()
+  t.ok(Date.now() - started < 5000, "stop() returned without waiting for A's task")
+  t.match(await reading, /"state":"working"/, "the stream had sent the task, then ended")
+})
+
+t.test("serve() refuses a taken port with the listen error", async (t) => {
   const first = await serve("127.0.0.1:0", { client: createLocalClient(() => "x"), logger: false })
   t.teardown(() => first.stop())
   const port = new URL(first.url).port

@@ -1,13 +1,12 @@
 import { EventEmitter } from "node:events"
-import Fastify, { type FastifyInstance } from "fastify"
+import type { FastifyInstance } from "fastify"
 import t, { type Test } from "tap"
 import { createLocalClient, type ModelFunction } from "../lib/client/client.js"
 import { currentRunner, withInternals } from "../lib/internals.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import { TaskConflictError, type LeaseBook, type TaskStore } from "../lib/stores/task-store.js"
 import { TERMINAL_STATES, type A2ATask } from "../lib/types.js"
-import { toolnexusA2A } from "../plugins/a2a.js"
-import { deferred, rpc, userMessage, waitFor } from "./helpers.js"
+import { a2aApp, deferred, injectRpc, readSse, rpc, userMessage, waitFor } from "./helpers.js"
 
 /**
  * Several servers on one shared store, in one process: a memory store with
@@ -19,6 +18,8 @@ class SharedMemoryStore implements TaskStore {
   private readonly inner = new InMemoryTaskStore()
   private readonly changes = new EventEmitter()
   readonly leaseExpiry = new Map<string, number>()
+  /** Every renew, by instance, in order. */
+  readonly renewals: string[] = []
   get = (id: string) => this.inner.get(id)
   list = this.inner.list.bind(this.inner)
   async save(task: A2ATask): Promise<void> {
@@ -32,22 +33,18 @@ class SharedMemoryStore implements TaskStore {
     return async () => void this.changes.off("change", onChange)
   }
   leases: LeaseBook = {
-    renew: async (instance, ttlMs) => void this.leaseExpiry.set(instance, Date.now() + ttlMs),
+    renew: async (instance, ttlMs) => {
+      this.renewals.push(instance)
+      this.leaseExpiry.set(instance, Date.now() + ttlMs)
+    },
     isAlive: async (instance) => (this.leaseExpiry.get(instance) ?? 0) > Date.now(),
     release: async (instance) => void this.leaseExpiry.delete(instance),
   }
 }
 
-async function server(t: Test, store: TaskStore, respond: ModelFunction, leaseTtlMs = 15_000): Promise<FastifyInstance> {
-  const app = Fastify()
-  await app.register(toolnexusA2A, { client: createLocalClient(respond), store, leaseTtlMs })
-  t.teardown(() => app.close())
-  await app.ready()
-  return app
-}
+const server = (t: Test, store: TaskStore, respond: ModelFunction, leaseTtlMs = 15_000) => a2aApp(t, { client: createLocalClient(respond), store, leaseTtlMs })
 
-const call = async (app: FastifyInstance, body: unknown, headers: Record<string, string> = {}) =>
-  (await app.inject({ method: "POST", url: "/", headers: { "content-type": "application/json", ...headers }, payload: JSON.stringify(body) })).json()
+const call = async (app: FastifyInstance, body: unknown) => (await injectRpc(app, body)).json()
 
 t.test("a cancel sent to server B stops the work running on server A", async (t) => {
   const store = new SharedMemoryStore()
@@ -62,9 +59,10 @@ t.test("a cancel sent to server B stops the work running on server A", async (t)
   t.equal(canceled.result.status.state, "canceled")
   await waitFor(() => seen!.aborted, 5000, "A's run to see the abort")
   hold.resolve("too late")
-  await new Promise((resolve) => setTimeout(resolve, 30))
-  t.equal((await store.get(id))?.status.state, "canceled", "A's late answer did not overwrite the cancel")
   t.equal((await call(a, rpc("GetTask", { id }))).result.status.state, "canceled")
+  // Closing A waits for its run to let go of the task: whatever it would still save is saved by then.
+  await a.close()
+  t.equal((await store.get(id))?.status.state, "canceled", "A's late answer did not overwrite the cancel")
 })
 
 t.test("a late save that would replace a final state is refused, even without the notification", async (t) => {
@@ -88,10 +86,17 @@ t.test("a stream opened on B sees A's status and artifact updates", async (t) =>
   const b = await server(t, store, () => "unused")
   const sent = await call(a, rpc("SendMessage", { message: userMessage("x") }))
   await waitFor(async () => (await store.get(sent.result.id))?.status.state === "working")
-  const streaming = b.inject({ method: "POST", url: "/", headers: { "content-type": "application/json", "a2a-version": "1.0" }, payload: JSON.stringify(rpc("SubscribeToTask", { id: sent.result.id })) })
-  setTimeout(() => hold.resolve("from A"), 50)
-  const res = await streaming
-  const events = res.body.split("\n\n").filter(Boolean).map((chunk) => JSON.parse(chunk.replace(/^data: /, "")).result)
+  const res = await b.inject({
+    method: "POST",
+    url: "/",
+    headers: { "content-type": "application/json", "a2a-version": "1.0" },
+    payload: JSON.stringify(rpc("SubscribeToTask", { id: sent.result.id })),
+    payloadAsStream: true,
+  })
+  const stream = readSse(res.stream())
+  await waitFor(() => stream.messages.length === 1, 5000, "B's stream to send the task as it is")
+  hold.resolve("from A")
+  const events = (await stream.done).map((message) => message.result)
   t.match(events, [
     { task: { status: { state: "TASK_STATE_WORKING" } } },
     { artifactUpdate: { artifact: { parts: [{ text: "from A" }] } } },
@@ -107,9 +112,7 @@ t.test("a dead server's tasks are recovered by a live one once its lease expires
   await store.save(withInternals({ id: "ghost-task", contextId: "c", status: { state: "working", timestamp: now() } }, { runner: ghost }))
   await store.save(withInternals({ id: "alive-task", contextId: "c", status: { state: "working", timestamp: now() } }, { runner: alive }))
   await store.leases.renew("ghost", 10_000)
-  const keepAlive = setInterval(() => void store.leases.renew("alive", 200), 50)
-  t.teardown(() => clearInterval(keepAlive))
-  await store.leases.renew("alive", 200)
+  await store.leases.renew("alive", 10 * 60_000) // renewed as a live server does: it does not run out during the test
   const b = await server(t, store, () => "x", 150)
   t.equal((await store.get("ghost-task"))?.status.state, "working", "a server on another host with a live lease keeps its task")
   store.leaseExpiry.set("ghost", Date.now() - 1) // the ghost stopped renewing
@@ -118,7 +121,7 @@ t.test("a dead server's tasks are recovered by a live one once its lease expires
   t.equal((await store.get("alive-task"))?.status.state, "working", "the live server's task is untouched")
   const own = () => [...store.leaseExpiry.keys()].filter((instance) => instance !== "ghost" && instance !== "alive")
   t.equal(own().length, 1, "the server holds a lease of its own")
-  t.ok(await store.leases.isAlive(own()[0]), "and keeps it renewed")
+  await waitFor(() => store.renewals.filter((instance) => instance === own()[0]).length >= 2, 5000, "the server to renew its own lease")
   await b.close()
   t.same(own(), [], "and releases it on close")
 })

@@ -1,7 +1,6 @@
 import fs from "node:fs"
-import os from "node:os"
 import path from "node:path"
-import t, { type Test } from "tap"
+import t from "tap"
 import { FileTaskStore } from "../lib/stores/file.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import { NatsTaskStore } from "../lib/stores/nats.js"
@@ -10,15 +9,9 @@ import { resolveStore } from "../lib/stores/resolve.js"
 import { storeContract } from "./store-contract.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import type { A2ATask } from "../lib/types.js"
-import { sampleTask } from "./helpers.js"
+import { recordingFs, sampleTask, simulated, tmpDir, waitFor } from "./helpers.js"
 
 const task = sampleTask
-
-const tmpDir = (t: Test) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tn-store-test-"))
-  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
-  return dir
-}
 
 storeContract("InMemoryTaskStore", { make: async (_t, options) => new InMemoryTaskStore(options) })
 storeContract("FileTaskStore", {
@@ -120,7 +113,7 @@ t.test("FileTaskStore: a save that cannot be serialized is refused at once", asy
   const store = new FileTaskStore(tmpDir(t))
   const cyclic = task("cyc") as A2ATask & { self?: unknown }
   cyclic.self = cyclic
-  await t.rejects(store.save(cyclic), /circular/i)
+  await t.rejects(store.save(cyclic), /circular/i, "a Task that is not JSON is refused before it is queued")
   await store.save(task("cyc", "completed"))
   t.equal((await store.get("cyc"))?.status.state, "completed")
 })
@@ -196,18 +189,13 @@ t.test("resolveStore gives every store it builds the same onError", async (t) =>
 
 t.test("FileTaskStore.get reuses a file it read while the file is unchanged, and sees every change", async (t) => {
   const dir = tmpDir(t)
-  let reads = 0
-  const counting = {
-    ...fs.promises,
-    open: fs.promises.open,
-    readFile: (file: string, encoding: "utf8") => (reads++, fs.promises.readFile(file, encoding)),
-    stat: (file: string) => fs.promises.stat(file),
-  }
-  const store = new FileTaskStore(dir, { fs: counting as never })
+  const calls: string[] = []
+  const store = new FileTaskStore(dir, { fs: recordingFs(dir, calls) })
+  const reads = () => calls.filter((call) => call.startsWith("readFile")).length
   await store.save(task("cached", "working"))
   t.equal((await store.get("cached"))?.status.state, "working")
   t.equal((await store.get("cached"))?.status.state, "working")
-  t.equal(reads, 1, "the second get did not read the file again")
+  t.equal(reads(), 1, "the second get did not read the file again")
   const copy = await store.get("cached")
   copy!.status.state = "failed"
   t.equal((await store.get("cached"))?.status.state, "working", "each get hands out its own copy")
@@ -218,11 +206,16 @@ t.test("FileTaskStore.get reuses a file it read while the file is unchanged, and
   const other = new FileTaskStore(dir)
   await other.save(task("cached", "canceled"))
   t.equal((await store.get("cached"))?.status.state, "canceled", "another process's save is seen")
-  // An edit in place that keeps the size: the times change.
+  // An edit in place that keeps the size: the times change. Within one tick of the file
+  // system's clock they may not yet, so the edit is written until its times show it.
   const file = path.join(dir, "cached.json")
-  const text = fs.readFileSync(file, "utf8")
-  await new Promise((resolve) => setTimeout(resolve, 20))
-  fs.writeFileSync(file, text.replace('"canceled"', '"rejected"'))
+  const read = fs.statSync(file)
+  const edited = fs.readFileSync(file, "utf8").replace('"canceled"', '"rejected"')
+  await waitFor(() => {
+    fs.writeFileSync(file, edited)
+    const written = fs.statSync(file)
+    return written.mtimeMs !== read.mtimeMs || written.ctimeMs !== read.ctimeMs
+  }, 5000, "the edit to change the file's times")
   t.equal((await store.get("cached"))?.status.state, "rejected", "an edit in place is seen")
   fs.rmSync(file)
   t.equal(await store.get("cached"), undefined, "a removed file is missing, not served from the cache")

@@ -1,3 +1,13 @@
+import childProcess from "node:child_process"
+import dgram from "node:dgram"
+import dns from "node:dns"
+import fs, { statSync } from "node:fs"
+import fsp from "node:fs/promises"
+import http from "node:http"
+import https from "node:https"
+import { syncBuiltinESMExports } from "node:module"
+import net from "node:net"
+import tls from "node:tls"
 import t from "tap"
 import { evaluate } from "../lib/tools/builtins.js"
 import { createToolkit, type Tool } from "../lib/tools/toolkit.js"
@@ -19,17 +29,64 @@ t.test("builtins: false gives an empty toolkit; extraTools are added", async (t)
   t.equal(mine.get("nope"), undefined)
 })
 
-t.test("the default builtins touch no file system, network or shell", async (t) => {
-  const tk = await createToolkit()
-  t.same(tk.tools().map((tool) => tool.name).sort(), ["calculate", "current_time"])
-  const time = await tk.execute("current_time", {})
-  t.equal(time.isError, false)
-  t.match(JSON.parse(time.output).utc, /^\d{4}-\d\d-\d\dT/)
-  const paris = await tk.execute("current_time", { timeZone: "Europe/Paris" })
-  t.equal(JSON.parse(paris.output).timeZone, "Europe/Paris")
-  const badZone = await tk.execute("current_time", { timeZone: "Mars/Olympus" })
-  t.equal(badZone.isError, true)
-  t.same(await tk.execute("calculate", { expression: "(2+3)*4 - 2^3" }), { output: "12", isError: false })
+/**
+ * Runs `work` with every function of the file system, network and process
+ * modules (and fetch) recording its calls, named imports included; gives
+ * the calls. Classes are left alone: what they do goes through the functions.
+ */
+async function trappingIo(work: () => Promise<void>): Promise<string[]> {
+  const calls: string[] = []
+  const modules: Record<string, Record<string, unknown>> = { fs, "fs/promises": fsp, net, http, https, tls, dns, dgram, child_process: childProcess }
+  const undo: Array<() => void> = []
+  for (const [name, exports] of Object.entries(modules)) {
+    for (const key of Object.keys(exports)) {
+      const original = exports[key]
+      if (typeof original !== "function" || /^[A-Z]/.test(key)) continue
+      exports[key] = function (this: unknown, ...args: unknown[]) {
+        calls.push(`${name}.${key}`)
+        return original.apply(this, args)
+      }
+      undo.push(() => (exports[key] = original))
+    }
+  }
+  const realFetch = globalThis.fetch
+  globalThis.fetch = (...args) => (calls.push("fetch"), realFetch(...args))
+  syncBuiltinESMExports()
+  try {
+    await work()
+  } finally {
+    for (const step of undo) step()
+    globalThis.fetch = realFetch
+    syncBuiltinESMExports()
+  }
+  return calls
+}
+
+t.test("the default builtins are current_time and calculate, and touch no file system, network or shell", async (t) => {
+  const results: Record<string, { output: string; isError: boolean }> = {}
+  let names: string[] = []
+  const calls = await trappingIo(async () => {
+    const tk = await createToolkit()
+    names = tk.tools().map((tool) => tool.name)
+    results.time = await tk.execute("current_time", {})
+    results.paris = await tk.execute("current_time", { timeZone: "Europe/Paris" })
+    results.badZone = await tk.execute("current_time", { timeZone: "Mars/Olympus" })
+    results.sum = await tk.execute("calculate", { expression: "(2+3)*4 - 2^3" })
+    results.badSum = await tk.execute("calculate", { expression: "require('fs')" })
+  })
+  t.same(calls, [], "no file system, network or process call")
+  t.same(names.sort(), ["calculate", "current_time"])
+  t.equal(results.time.isError, false)
+  t.match(JSON.parse(results.time.output).utc, /^\d{4}-\d\d-\d\dT/)
+  t.equal(JSON.parse(results.paris.output).timeZone, "Europe/Paris")
+  t.equal(results.badZone.isError, true)
+  t.same(results.sum, { output: "12", isError: false })
+  t.equal(results.badSum.isError, true)
+
+  // The trap sees a tool that does touch the file system, through a named import too.
+  const peek: Tool = { name: "peek", description: "", inputSchema: { type: "object" }, execute: () => String(statSync(".").isDirectory()) }
+  const seen = await trappingIo(async () => void (await (await createToolkit({ builtins: false, extraTools: [peek] })).execute("peek", {})))
+  t.same(seen, ["fs.statSync"], "a tool reading the disk would have been caught")
 })
 
 t.test("builtins can be chosen by name", async (t) => {

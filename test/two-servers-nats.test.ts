@@ -1,8 +1,7 @@
 import { randomBytes } from "node:crypto"
 import { connect } from "nats"
+import { NATS_URL } from "./helpers.js"
 import { twoServers } from "./two-servers.js"
-
-const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
 
 twoServers("NatsTaskStore", async () => {
   const bucket = `tn_two_${randomBytes(4).toString("hex")}`

@@ -1,8 +1,7 @@
 import { randomBytes } from "node:crypto"
 import pg from "pg"
+import { PG_URL } from "./helpers.js"
 import { twoServers } from "./two-servers.js"
-
-const PG_URL = process.env.TOOLNEXUS_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 
 twoServers("PostgresTaskStore", async () => {
   const table = `tn_two_${randomBytes(4).toString("hex")}`

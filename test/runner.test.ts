@@ -1,0 +1,43 @@
+import t from "tap"
+import { TaskEvents } from "../lib/a2a/events.js"
+import { TaskRunner } from "../lib/a2a/runner.js"
+import { createLocalClient } from "../lib/client/client.js"
+import type { A2ATask } from "../lib/types.js"
+import { deferred, FlakyStore, memoryLogger, RecordingStore, userMessage, waitFor } from "./helpers.js"
+
+/** TaskRunner on its own, without a dispatcher: a cancel meeting the run's final save. */
+
+t.test("a cancel arriving while the final save is in flight does not save a second final state", async (t) => {
+  const slowCompleted = new RecordingStore()
+  const original = slowCompleted.save.bind(slowCompleted)
+  const release = deferred()
+  let completing = false
+  slowCompleted.save = async (task: A2ATask) => {
+    if (task.status.state === "completed") {
+      completing = true
+      await release.promise
+    }
+    await original(task)
+  }
+  const runner = new TaskRunner({ store: slowCompleted, client: createLocalClient(() => "answer"), log: memoryLogger(), events: new TaskEvents() })
+  const started = await runner.start(userMessage("x") as never)
+  await waitFor(() => completing, 5000, "the completed save to start")
+  const cancel = runner.cancel(started.task.id) // while the completed save is in flight
+  release.resolve()
+  await t.rejects(cancel, { code: -32002 })
+  await started.settled
+  t.same(slowCompleted.statesOf(started.task.id), ["submitted", "working", "completed"])
+})
+
+t.test("a cancel whose save fails is an error to the peer, and the final save is retried until it lands", async (t) => {
+  const store = new FlakyStore()
+  const hold = deferred<string>()
+  const runner = new TaskRunner({ store, client: createLocalClient(() => hold.promise), log: memoryLogger(), events: new TaskEvents() })
+  const started = await runner.start(userMessage("x") as never)
+  await waitFor(() => store.statesOf(started.task.id).includes("working"))
+  store.failing = true
+  await t.rejects(runner.cancel(started.task.id), { code: -32603, message: /could not record the cancel yet; the server keeps retrying/ })
+  store.failing = false
+  await waitFor(() => store.statesOf(started.task.id).includes("canceled"), 10_000, "the retried save")
+  t.same(store.statesOf(started.task.id), ["submitted", "working", "canceled"])
+})
