@@ -294,7 +294,8 @@ t.test("retries: the signal cancels a backoff wait at once", async (t) => {
   }) as typeof setTimeout)
   const controller = new AbortController()
   const started = Date.now()
-  const client = createClient({ baseUrl: server.url, style: "openai", model: "m", retryBaseDelayMs: 60_000, retryDeadlineMs: 600_000 })
+  // The request timeout (a timer too) is set outside the backoff's 30-60 s window, so only the backoff counts.
+  const client = createClient({ baseUrl: server.url, style: "openai", model: "m", timeoutMs: 300_000, retryBaseDelayMs: 60_000, retryDeadlineMs: 600_000 })
   const run = client.run("hi", { signal: controller.signal })
   await waitFor(() => backingOff, 5000, "the client to start its backoff wait")
   controller.abort(new Error("user canceled"))
