@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-import { clientFor, logDestination, parseCli, USAGE } from "../lib/cli.js"
+import { clientFor, parseCli, USAGE } from "../lib/cli.js"
 import { createToolkit } from "../lib/tools/toolkit.js"
-import { createLogger } from "../plugins/serve.js"
+import { createLogger, logDestination } from "../plugins/serve.js"
 
 let config
 try {

@@ -1,5 +1,4 @@
 import { parseArgs } from "node:util"
-import type { DestinationStream } from "pino"
 import { createClient, createLocalClient, type Client, type ClientOptions } from "./client/client.js"
 
 /** How the command writes its logs: pino-pretty's lines for a person, or pino's JSON lines for a collector. */
@@ -98,12 +97,4 @@ function parseTokens(text: string): Record<string, string> {
 export function clientFor(config: CliConfig): Client {
   if (config.model) return createClient(config.model)
   return createLocalClient(({ messages }) => `echo: ${messages.filter((m) => m.role === "user").at(-1)?.content ?? ""}`, { model: "offline-echo" })
-}
-
-/** Where the command's log lines go: through pino-pretty (loaded only then) for "pretty", else pino's own JSON lines on stdout. */
-export async function logDestination(format: LogFormat): Promise<DestinationStream | undefined> {
-  if (format === "json") return undefined
-  const { default: pinoPretty } = await import("pino-pretty")
-  // Synchronous, so the lines written just before process.exit() are not lost.
-  return pinoPretty({ sync: true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname" })
 }

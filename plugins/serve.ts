@@ -1,5 +1,6 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from "fastify"
 import { pino, type DestinationStream, type Logger as PinoLogger, type LoggerOptions } from "pino"
+import type { LogFormat } from "../lib/cli.js"
 import type { Client } from "../lib/client/client.js"
 import { provideToolkitServer } from "../lib/tools/toolkit.js"
 import type { Toolkit } from "../lib/tools/types.js"
@@ -112,3 +113,11 @@ export function createLogger(options: LoggerOptions = {}, destination?: Destinat
 }
 
 provideToolkitServer((addr, opts, toolkit) => serve(addr, { ...opts, toolkit }))
+
+/** Where the command's log lines go: through pino-pretty (loaded only then) for "pretty", else pino's own JSON lines on stdout. */
+export async function logDestination(format: LogFormat): Promise<DestinationStream | undefined> {
+  if (format === "json") return undefined
+  const { default: pinoPretty } = await import("pino-pretty")
+  // Synchronous, so the lines written just before process.exit() are not lost.
+  return pinoPretty({ sync: true, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname" })
+}
