@@ -48,7 +48,7 @@ export function isLiveHere(instance: string): boolean {
 
 export function internalsOf(task: A2ATask): TaskInternals {
   const value = task.metadata?.[INTERNALS_KEY]
-  return value !== null && typeof value === "object" ? (value as TaskInternals) : {}
+  return value !== null && typeof value === "object" ? value : {}
 }
 
 export function withInternals(task: A2ATask, internals: TaskInternals): A2ATask {

@@ -432,7 +432,7 @@ function mutateValue(draft: Draft, dice: Dice): void {
       const target = valueAt(draft.value, path)
       const key = dice.pick(POLLUTING_KEYS)
       if (isObject(target)) {
-        ;(target as JsonObject)[draft.memberMarker(key)] = null
+        target[draft.memberMarker(key)] = null
         draft.labels.push(`add ${key} at ${show(path)}`)
       }
       break

@@ -104,7 +104,7 @@ t.test("auth options are checked at registration", async (t) => {
     [{ tokens: { [ALICE]: "" } }, /non-empty principal/],
   ] as const) {
     const instance = Fastify()
-    await t.rejects(instance.register(toolnexusA2A, { client: createLocalClient(() => "x"), auth: auth as never }).ready(), message)
+    await t.rejects(instance.register(toolnexusA2A, { client: createLocalClient(() => "x"), auth: auth }).ready(), message)
     await instance.close()
   }
 })
