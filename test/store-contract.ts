@@ -17,7 +17,7 @@ export interface StoreHarness {
    * For stores whose medium can hold what is not a Task (a file, a KV entry,
    * a row): replaces what is stored for Task `id` with text that is not JSON.
    */
-  corrupt?(t: Test, store: TaskStore, id: string): Promise<void>
+  corrupt?: (t: Test, store: TaskStore, id: string) => Promise<void>
   /** True for stores with `watch`: it runs in the background, so its failures go to onError. */
   watches?: boolean
 }
@@ -87,7 +87,7 @@ const contract = (name: string, make: StoreFactory) =>
 const listContract = (name: string, make: StoreFactory) =>
   t.test(`${name}: list()`, async (t) => {
     const store = await make(t)
-    t.ok(store.list, "the store lists")
+    t.equal(typeof store.list, "function", "the store lists")
     const at = (i: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString()
     // 7 tasks; two share a timestamp so the id breaks the tie.
     const specs = [
