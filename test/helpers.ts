@@ -320,7 +320,7 @@ export async function modelServer(
     let raw = ""
     req.setEncoding("utf8")
     req.on("data", (chunk: string) => (raw += chunk))
-    req.on("end", async () => {
+    const answer = async () => {
       const request: ModelRequest = { method: req.method ?? "", path: req.url ?? "", headers: req.headers, body: JSON.parse(raw) as WireBody, abandoned: false }
       requests.push(request)
       res.on("close", () => (request.abandoned = !res.writableEnded))
@@ -331,6 +331,14 @@ export async function modelServer(
       const isJson = "json" in scripted
       res.writeHead(scripted.status ?? 200, { "content-type": isJson ? "application/json" : "text/html", ...scripted.headers })
       res.end(isJson ? JSON.stringify(scripted.json) : scripted.text)
+    }
+    req.on("end", () => {
+      // A body that is not JSON or a script that throws gets a 500 saying so, for the test to see.
+      answer().catch((err: unknown) => {
+        if (res.destroyed) return
+        if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" })
+        res.end(`the fake model endpoint failed: ${String(err)}`)
+      })
     })
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))

@@ -146,7 +146,7 @@ export class RecoveryService {
       const ttl = this.every
       const renew = () => (this.renewing = this.renew(leases, ttl))
       await renew()
-      this.renewTimer = setInterval(renew, Math.max(1, Math.floor(ttl / 3)))
+      this.renewTimer = setInterval(() => void renew(), Math.max(1, Math.floor(ttl / 3)))
       this.renewTimer.unref()
     }
     let waited: NodeJS.Timeout | undefined

@@ -53,8 +53,8 @@ interface PendingFinalSave {
   attempt: number
   /** The wait before the next try; undefined while a try is under way. */
   timer?: NodeJS.Timeout
-  /** The try under way. */
-  saving?: Promise<void>
+  /** The latest try: under way, or settled (the first, failed one, until the timer starts the next). */
+  saving: Promise<void>
 }
 
 /** One run of a task in this process, queued or going. */
@@ -341,7 +341,7 @@ export class TaskRunner {
     } catch (err) {
       if (err instanceof TaskConflictError) return false // finished elsewhere first; already logged
       this.opts.log.error({ taskId: record.task.id, state, ...errorFields(err) }, "task store failed to save the final state; retrying")
-      const pending: PendingFinalSave = { record, final, artifact, attempt: 1 }
+      const pending: PendingFinalSave = { record, final, artifact, attempt: 1, saving: Promise.resolve() }
       this.pendingFinalSaves.add(pending)
       this.retryLater(pending)
       return false

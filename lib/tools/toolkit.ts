@@ -27,7 +27,7 @@ export async function createToolkit(opts: ToolkitOptions = {}): Promise<Toolkit>
     try {
       validate = ajv.compile(tool.inputSchema)
     } catch (err) {
-      throw new Error(`Tool ${JSON.stringify(tool.name)} has an invalid inputSchema: ${(err as Error).message}`)
+      throw new Error(`Tool ${JSON.stringify(tool.name)} has an invalid inputSchema: ${(err as Error).message}`, { cause: err })
     }
     byName.set(tool.name, { tool, validate })
   }
