@@ -29,7 +29,9 @@ export interface ServedAgent {
 
 declare module "../lib/tools/types.js" {
   // toolkit.serve(addr, opts) takes serve()'s options (its toolkit filled in) and gives a ServedAgent.
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- declaration merging: `extends` adds the members to the lib's interface
   interface ToolkitServeOptions extends Omit<ServeOptions, "toolkit"> {}
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- declaration merging, as above
   interface ToolkitServedAgent extends ServedAgent {}
 }
 
