@@ -19,7 +19,7 @@ export interface RunnerId {
   instance: string
 }
 
-export interface TaskInternals {
+interface TaskInternals {
   /** The principal that created the Task; only it can see the Task. Absent when the server has no authentication. */
   principal?: string
   /** Which process runs (or last ran) the Task. */

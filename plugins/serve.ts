@@ -36,7 +36,7 @@ declare module "../lib/tools/types.js" {
 }
 
 /** Header paths that carry credentials: pino writes "[Redacted]" in their place, whatever else the host redacts. */
-export const REDACTED_PATHS = [
+const REDACTED_PATHS = [
   "req.headers.authorization",
   'req.headers["x-api-key"]',
   "req.headers.cookie",

@@ -19,7 +19,7 @@ import { stateFromWire, type WireMessage, type WireVersion } from "./wire.js"
 const MAX_ID = 1024
 const MAX_PARTS = 1000
 /** Deeper values are refused: copying or serializing them later would overflow the stack. */
-export const MAX_DEPTH = 64
+const MAX_DEPTH = 64
 
 const metadata = { type: "object" } as const
 const id = { type: "string", minLength: 1, maxLength: MAX_ID } as const
@@ -115,12 +115,12 @@ export interface SendMessageParams {
   metadata?: JsonObject
 }
 
-export interface TaskIdParams {
+interface TaskIdParams {
   id: string
   historyLength?: number
 }
 
-export interface ListTasksParams {
+interface ListTasksParams {
   contextId?: string
   status?: string
   pageSize?: number

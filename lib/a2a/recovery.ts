@@ -6,7 +6,7 @@ import type { A2ATask, TaskState } from "../types.js"
 import { agentMessage } from "./conversation.js"
 
 /** Says whether the process that wrote `runner` may still be running the task. */
-export type LivenessCheck = (runner: RunnerId, self: RunnerId) => boolean | Promise<boolean>
+type LivenessCheck = (runner: RunnerId, self: RunnerId) => boolean | Promise<boolean>
 
 /**
  * The default check, for processes sharing one host (a rolling redeploy on
@@ -24,7 +24,7 @@ export const sameHostLiveness: LivenessCheck = (runner, self) => {
 }
 
 /** For stores shared across hosts: alive while its lease is. */
-export function leaseLiveness(leases: LeaseBook): LivenessCheck {
+function leaseLiveness(leases: LeaseBook): LivenessCheck {
   return (runner, self) => runner.instance === self.instance || leases.isAlive(runner.instance)
 }
 
@@ -95,7 +95,7 @@ export async function recoverInterrupted(opts: {
   return failed
 }
 
-export interface RecoveryOptions {
+interface RecoveryOptions {
   store: TaskStore
   self: RunnerId
   log: Logger

@@ -11,7 +11,7 @@ import { eventQueue, type TaskEvent, type TaskEvents } from "./events.js"
 import { currentRunner, internalsOf, retireRunner, withInternals, type RunnerId } from "../internals.js"
 import { copyWith } from "../objects.js"
 
-export interface TaskRunnerOptions {
+interface TaskRunnerOptions {
   store: TaskStore
   client: Client
   toolkit?: Toolkit
@@ -28,7 +28,7 @@ export interface TaskRunnerOptions {
 }
 
 /** Who asked for a task, and whether they want its events. */
-export interface StartOptions {
+interface StartOptions {
   /** The authenticated principal; the Task is visible only to it. */
   principal?: string
   /** Subscribe to the task's events before it starts (for streams). */

@@ -35,7 +35,7 @@ export interface Endpoint {
 }
 
 /** The model endpoint answered with a non-2xx status, even after any retries. */
-export class ModelEndpointError extends Error {
+class ModelEndpointError extends Error {
   readonly status: number
   /** Requests made before giving up, the first one included. */
   readonly attempts: number

@@ -111,7 +111,7 @@ function matchesQuery(key: ListKey, query: TaskQuery): boolean {
 }
 
 /** One page of what a query asks for, as the items it came from: a store keeping keys beside its Tasks pages those. */
-export interface PageOf<T> {
+interface PageOf<T> {
   items: T[]
   nextPageToken: string
   totalSize: number

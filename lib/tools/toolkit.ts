@@ -6,7 +6,7 @@ import type { Tool, Toolkit, ToolkitOptions, ToolkitServedAgent, ToolkitServeOpt
 export type * from "./types.js"
 
 /** Serves a toolkit over A2A; the Fastify layer provides it when it loads, so the toolkit never loads a web server itself. */
-export type ToolkitServer = (addr: string, opts: ToolkitServeOptions, toolkit: Toolkit) => Promise<ToolkitServedAgent>
+type ToolkitServer = (addr: string, opts: ToolkitServeOptions, toolkit: Toolkit) => Promise<ToolkitServedAgent>
 
 let server: ToolkitServer | undefined
 
