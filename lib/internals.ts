@@ -9,7 +9,7 @@ import type { A2ATask, JsonObject } from "./types.js"
  * stored with the Task (so it survives a restart and works for any store)
  * and stripped at the wire, so peers never see it.
  */
-export const INTERNALS_KEY = "toolnexus"
+const INTERNALS_KEY = "toolnexus"
 
 /** The process that runs a task, to tell a live run from one whose process died. */
 export interface RunnerId {

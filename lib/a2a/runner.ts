@@ -121,16 +121,6 @@ export class TaskRunner {
     this.maxQueued = opts.maxQueued ?? 1000
   }
 
-  /** How many tasks this process holds now, going or queued. */
-  get activeCount(): number {
-    return this.running.size
-  }
-
-  /** How many tasks wait for a slot. */
-  get queuedCount(): number {
-    return this.queue.length
-  }
-
   /** True while this process holds the task (going or queued): its events are published here. */
   isRunning(id: string): boolean {
     return this.running.has(id)

@@ -57,7 +57,7 @@ interface Cursor {
 }
 
 /** Thrown for a page token this module did not make. */
-export class InvalidPageTokenError extends Error {
+class InvalidPageTokenError extends Error {
   constructor() {
     super("pageToken is not a token from an earlier ListTasks page")
     this.name = "InvalidPageTokenError"
