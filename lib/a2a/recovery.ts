@@ -1,6 +1,7 @@
 import { internalsOf, isLiveHere, type RunnerId } from "../internals.js"
 import { isProcessAlive } from "../process.js"
 import { errorFields, type Logger } from "../log.js"
+import { MAX_PAGE_SIZE } from "../stores/list.js"
 import { TaskConflictError, type LeaseBook, type TaskStore } from "../stores/task-store.js"
 import type { A2ATask, TaskState } from "../types.js"
 import { agentMessage } from "./conversation.js"
@@ -60,7 +61,7 @@ export async function recoverInterrupted(opts: {
     let pageToken: string | undefined
     do {
       if (opts.signal?.aborted) return failed
-      const page = await store.list({ status: state, pageSize: 100, pageToken, includeArtifacts: true })
+      const page = await store.list({ status: state, pageSize: MAX_PAGE_SIZE, pageToken, includeArtifacts: true })
       for (const task of page.tasks) {
         const runner = internalsOf(task).runner
         if (runner === undefined) continue
