@@ -252,15 +252,15 @@ export function readSse(body: AsyncIterable<Uint8Array>): { messages: any[]; don
 export const answerOf = (outcome: DispatchOutcome): any => (outcome.body === undefined ? undefined : JSON.parse(outcome.body))
 
 /**
- * The protocol core without HTTP: a runner, a follower polling every 10 ms
- * and a dispatcher, on `store`; `call` dispatches a body and parses the answer.
+ * The protocol core without HTTP: a runner, a follower (polling a store
+ * that cannot watch every 500 ms) and a dispatcher, on `store`; `call` dispatches a body and parses the answer.
  */
 export function dispatcherFor(respond: ModelFunction | Client = () => "DONE", store: TaskStore = new RecordingStore()) {
   const log = memoryLogger()
   const client = typeof respond === "function" ? createLocalClient(respond) : respond
   const events = new TaskEvents()
   const runner = new TaskRunner({ store, client, log, events })
-  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower: new StoreFollower({ store, runner, log, pollIntervalMs: 10 }) })
+  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower: new StoreFollower({ store, runner, log }) })
   const call = async (body: unknown, version?: string) => answerOf(await dispatcher.dispatch(body, { log, version }))
   return { store, log, events, runner, dispatcher, call }
 }

@@ -17,14 +17,10 @@ interface TaskRunnerOptions {
   toolkit?: Toolkit
   log: Logger
   events: TaskEvents
-  /** How many earlier messages of the same context reach the model (default 50). */
-  contextMessages?: number
   /** Tasks run at once; more wait in a queue, still `submitted` (default 32). */
   maxRunning?: number
   /** Tasks that may wait; beyond it a new task is refused (default 1000). */
   maxQueued?: number
-  /** This process, written on the Tasks it runs (default: this host, pid and a new instance id). */
-  self?: RunnerId
 }
 
 /** Who asked for a task, and whether they want its events. */
@@ -82,6 +78,9 @@ const now = (): string => {
   return lastIso
 }
 
+/** How many earlier messages of the same context reach the model. */
+const CONTEXT_MESSAGES = 50
+
 /** Tries of a final save, the first included: then 0.5 s, 1 s, 2 s … later, about a minute in all. */
 const FINAL_SAVE_ATTEMPTS = 8
 
@@ -111,12 +110,12 @@ export class TaskRunner {
   /** Set once stop() has drained: a final save that fails now is not retried. */
   private stopped = false
   private readonly pendingFinalSaves = new Set<PendingFinalSave>()
-  readonly self: RunnerId
+  /** This process, written on the Tasks it runs: this host, pid and an instance id of this runner's own. */
+  readonly self: RunnerId = currentRunner()
   private readonly maxRunning: number
   private readonly maxQueued: number
 
   constructor(private readonly opts: TaskRunnerOptions) {
-    this.self = opts.self ?? currentRunner()
     this.maxRunning = opts.maxRunning ?? 32
     this.maxQueued = opts.maxQueued ?? 1000
   }
@@ -289,7 +288,7 @@ export class TaskRunner {
     const { client, toolkit } = this.opts
     try {
       await this.transition(record, { ...record.task, status: { state: "working", timestamp: now() } })
-      const history = await earlierTurns(record.task, { store: this.opts.store, log: this.opts.log, limit: this.opts.contextMessages ?? 50, lookUpContext })
+      const history = await earlierTurns(record.task, { store: this.opts.store, log: this.opts.log, limit: CONTEXT_MESSAGES, lookUpContext })
       const prompt = promptFrom(record.task.history?.at(-1))
       const result = await client.run(prompt, { toolkit, signal: record.controller.signal, history })
       if (record.finished) return
