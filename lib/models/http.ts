@@ -136,12 +136,12 @@ function backoffMs(attempt: number, baseDelayMs: number): number {
 }
 
 /** `Retry-After` in seconds or as an HTTP date; undefined when absent or unreadable. */
-function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
+function parseRetryAfter(value: string | null): number | undefined {
   if (value === null) return undefined
   const trimmed = value.trim()
   if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000
   const at = Date.parse(trimmed)
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now)
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now())
 }
 
 /** Waits `ms`, or rejects with the signal's reason the moment it aborts. */
