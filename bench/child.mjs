@@ -72,7 +72,9 @@ export async function stopChild(child, graceMs = 10_000) {
  */
 export function serveParent(handlers, close = async () => {}) {
   handlers = { cpu: async () => ({ cpuUs: cpuMicroseconds() }), ...handlers }
-  process.on("message", async (message) => {
+  // A rejection here (a send that throws) is left unhandled on purpose: it ends the child, and the parent sees it gone.
+  process.on("message", (message) => void answer(message))
+  async function answer(message) {
     if (message.stop) {
       try {
         await close()
@@ -89,7 +91,7 @@ export function serveParent(handlers, close = async () => {}) {
     } catch (err) {
       process.send({ error: String(err?.stack ?? err) })
     }
-  })
+  }
   // The parent died without telling us: never outlive it.
   process.on("disconnect", () => process.exit(0))
 }

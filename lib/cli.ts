@@ -2,10 +2,10 @@ import { parseArgs } from "node:util"
 import { createClient, createLocalClient, type Client, type ClientOptions } from "./client/client.js"
 
 /** How the command writes its logs: pino-pretty's lines for a person, or pino's JSON lines for a collector. */
-export type LogFormat = "pretty" | "json"
+type LogFormat = "pretty" | "json"
 
 /** What the `toolnexus` command runs with, from flags first, then environment variables, then defaults. */
-export interface CliConfig {
+interface CliConfig {
   host: string
   port: number
   store: string

@@ -9,7 +9,7 @@ import type { A2ATask, JsonObject } from "./types.js"
  * stored with the Task (so it survives a restart and works for any store)
  * and stripped at the wire, so peers never see it.
  */
-export const INTERNALS_KEY = "toolnexus"
+const INTERNALS_KEY = "toolnexus"
 
 /** The process that runs a task, to tell a live run from one whose process died. */
 export interface RunnerId {
@@ -19,7 +19,7 @@ export interface RunnerId {
   instance: string
 }
 
-export interface TaskInternals {
+interface TaskInternals {
   /** The principal that created the Task; only it can see the Task. Absent when the server has no authentication. */
   principal?: string
   /** Which process runs (or last ran) the Task. */
@@ -48,7 +48,7 @@ export function isLiveHere(instance: string): boolean {
 
 export function internalsOf(task: A2ATask): TaskInternals {
   const value = task.metadata?.[INTERNALS_KEY]
-  return value !== null && typeof value === "object" ? (value as TaskInternals) : {}
+  return value !== null && typeof value === "object" ? value : {}
 }
 
 export function withInternals(task: A2ATask, internals: TaskInternals): A2ATask {

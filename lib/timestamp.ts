@@ -17,7 +17,7 @@ const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?
  * rounds up, so "after this time" never takes in an earlier millisecond.
  * A leap second (:60) is the first moment of the next minute.
  */
-export function parseTimestamp(text: string): number | undefined {
+function parseTimestamp(text: string): number | undefined {
   const match = RFC3339.exec(text)
   if (!match) return undefined
   const [year, month, day, hour, minute, second] = match.slice(1, 7).map(Number)

@@ -62,7 +62,6 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
  * app that registers it: `app.register(toolnexusA2A, { client, store })`.
  */
 export const toolnexusA2A = fp<ToolnexusA2AOptions>((fastify, opts) => setUp(fastify, opts, true), { fastify: "5.x", name: "toolnexus" })
-export default toolnexusA2A
 
 /**
  * The same plugin without fastify-plugin: it stays in its own encapsulation

@@ -8,9 +8,9 @@ import { sendRefusal } from "./http-errors.js"
 interface Authentication {
   /** Whether a token table is configured: only that is advertised on the agent card, a host's verify() may check anything. */
   usesTokens: boolean
-  onRequest(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined>
+  onRequest: (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply | undefined>
   /** The principal the hook found for this request. */
-  principalOf(request: FastifyRequest): string | undefined
+  principalOf: (request: FastifyRequest) => string | undefined
 }
 
 export function createAuthentication(settings: AuthSettings<FastifyRequest>): Authentication {
@@ -18,7 +18,7 @@ export function createAuthentication(settings: AuthSettings<FastifyRequest>): Au
   const principals = new WeakMap<FastifyRequest, string>()
   return {
     usesTokens: authenticator.usesTokens,
-    async onRequest(request, reply) {
+    onRequest: async (request, reply) => {
       let principal: string | undefined
       try {
         principal = await authenticator.principalOf(request, request.headers)

@@ -14,11 +14,11 @@ interface Agent {
   /** Aborts once running tasks have had their grace on close, so streams still open end too. */
   closing: AbortSignal
   /** Starts following other servers' changes, then recovers the Tasks a dead server left. */
-  onReady(): Promise<void>
+  onReady: () => Promise<void>
   /** Lets running tasks finish (up to the grace period), then ends open streams. */
-  preClose(): Promise<void>
+  preClose: () => Promise<void>
   /** Stops recovery and following, and closes the store if the plugin opened it. */
-  onClose(): Promise<void>
+  onClose: () => Promise<void>
 }
 
 /** Builds the store, runner, follower, recovery and dispatcher from checked options. */
@@ -42,16 +42,16 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger): Promi
     store,
     dispatcher,
     closing: closing.signal,
-    async onReady() {
+    onReady: async () => {
       await follower.start()
       if (opts.recoverInterrupted !== false) await recovery.start()
     },
     // A preClose hook, so blocking requests waiting on a task end before the server waits on them.
-    async preClose() {
+    preClose: async () => {
       await runner.stop(opts.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS)
       closing.abort()
     },
-    async onClose() {
+    onClose: async () => {
       await recovery.stop()
       await follower.close()
       if (ownsStore) await store.close?.()

@@ -30,12 +30,14 @@ export interface ServedAgent {
 
 declare module "../lib/tools/types.js" {
   // toolkit.serve(addr, opts) takes serve()'s options (its toolkit filled in) and gives a ServedAgent.
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- declaration merging: `extends` adds the members to the lib's interface
   interface ToolkitServeOptions extends Omit<ServeOptions, "toolkit"> {}
+  // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- declaration merging, as above
   interface ToolkitServedAgent extends ServedAgent {}
 }
 
 /** Header paths that carry credentials: pino writes "[Redacted]" in their place, whatever else the host redacts. */
-export const REDACTED_PATHS = [
+const REDACTED_PATHS = [
   "req.headers.authorization",
   'req.headers["x-api-key"]',
   "req.headers.cookie",

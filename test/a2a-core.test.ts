@@ -181,7 +181,7 @@ t.test("a store failing mid-task ends the task as far as it can, without an unha
   await waitFor(() => store.statesOf(res.result.id).includes("working"))
   store.failing = true
   gate.resolve("too late")
-  await waitFor(() => runner.activeCount === 0)
+  await waitFor(() => !runner.isRunning(res.result.id))
   t.same(store.statesOf(res.result.id), ["submitted", "working"])
   t.ok(log.lines.some((l) => /^task store failed to save the final state/.test(String(l.msg)) && l.taskId === res.result.id))
   store.failing = false

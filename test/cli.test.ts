@@ -3,6 +3,7 @@ import fs from "node:fs"
 import os from "node:os"
 import path from "node:path"
 import readline from "node:readline"
+import { stripVTControlCharacters } from "node:util"
 import t from "tap"
 import { clientFor, parseCli, USAGE } from "../lib/cli.js"
 import { FileTaskStore } from "../lib/stores/file.js"
@@ -124,9 +125,9 @@ t.test("the toolnexus command asks for credentials when TOOLNEXUS_TOKENS is set"
   t.equal(((await allowed.json()) as { error: { code: number } }).error.code, -32001)
 })
 
-/** The command's stdout, line by line, without colour codes. */
+/** The command's stdout, line by line, without colour codes (or any other terminal control sequence). */
 function stdoutLines(child: ReturnType<typeof spawn>, onLine: (line: string) => void): void {
-  readline.createInterface({ input: child.stdout! }).on("line", (line) => onLine(line.replace(/\x1b\[[0-9;]*m/g, "")))
+  readline.createInterface({ input: child.stdout! }).on("line", (line) => onLine(stripVTControlCharacters(line)))
 }
 
 t.test("--log-format json writes pino JSON lines, even with TOOLNEXUS_LOG_FORMAT=pretty", async (t) => {

@@ -1,5 +1,6 @@
 import t from "tap"
-import { createClient, createLocalClient, type ChatMessage, type ModelFunction } from "../lib/client/client.js"
+import { createClient, createLocalClient, type ModelFunction } from "../lib/client/client.js"
+import type { ChatMessage } from "../lib/models/model.js"
 import { createToolkit, type Tool } from "../lib/tools/toolkit.js"
 import { closedPort, modelServer, waitFor } from "./helpers.js"
 

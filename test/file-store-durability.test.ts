@@ -316,7 +316,7 @@ t.test("concurrent saves share directory fsyncs, each one begun after the save's
       log.push(`rename ${path.basename(to)}`)
     },
   }
-  const store = new FileTaskStore(dir, { fs: recording as never })
+  const store = new FileTaskStore(dir, { fs: recording })
   const ids = Array.from({ length: 20 }, (_, i) => `g-${i}`)
   await Promise.all(
     ids.map((id) =>

@@ -252,15 +252,15 @@ export function readSse(body: AsyncIterable<Uint8Array>): { messages: any[]; don
 export const answerOf = (outcome: DispatchOutcome): any => (outcome.body === undefined ? undefined : JSON.parse(outcome.body))
 
 /**
- * The protocol core without HTTP: a runner, a follower polling every 10 ms
- * and a dispatcher, on `store`; `call` dispatches a body and parses the answer.
+ * The protocol core without HTTP: a runner, a follower (polling a store
+ * that cannot watch every 500 ms) and a dispatcher, on `store`; `call` dispatches a body and parses the answer.
  */
 export function dispatcherFor(respond: ModelFunction | Client = () => "DONE", store: TaskStore = new RecordingStore()) {
   const log = memoryLogger()
   const client = typeof respond === "function" ? createLocalClient(respond) : respond
   const events = new TaskEvents()
   const runner = new TaskRunner({ store, client, log, events })
-  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower: new StoreFollower({ store, runner, log, pollIntervalMs: 10 }) })
+  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower: new StoreFollower({ store, runner, log }) })
   const call = async (body: unknown, version?: string) => answerOf(await dispatcher.dispatch(body, { log, version }))
   return { store, log, events, runner, dispatcher, call }
 }
@@ -320,7 +320,7 @@ export async function modelServer(
     let raw = ""
     req.setEncoding("utf8")
     req.on("data", (chunk: string) => (raw += chunk))
-    req.on("end", async () => {
+    const answer = async () => {
       const request: ModelRequest = { method: req.method ?? "", path: req.url ?? "", headers: req.headers, body: JSON.parse(raw) as WireBody, abandoned: false }
       requests.push(request)
       res.on("close", () => (request.abandoned = !res.writableEnded))
@@ -331,6 +331,14 @@ export async function modelServer(
       const isJson = "json" in scripted
       res.writeHead(scripted.status ?? 200, { "content-type": isJson ? "application/json" : "text/html", ...scripted.headers })
       res.end(isJson ? JSON.stringify(scripted.json) : scripted.text)
+    }
+    req.on("end", () => {
+      // A body that is not JSON or a script that throws gets a 500 saying so, for the test to see.
+      answer().catch((err: unknown) => {
+        if (res.destroyed) return
+        if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" })
+        res.end(`the fake model endpoint failed: ${String(err)}`)
+      })
     })
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))

@@ -432,7 +432,7 @@ function mutateValue(draft: Draft, dice: Dice): void {
       const target = valueAt(draft.value, path)
       const key = dice.pick(POLLUTING_KEYS)
       if (isObject(target)) {
-        ;(target as JsonObject)[draft.memberMarker(key)] = null
+        target[draft.memberMarker(key)] = null
         draft.labels.push(`add ${key} at ${show(path)}`)
       }
       break
@@ -555,7 +555,7 @@ function hostileCases(known: Known, count: number, seed: number): HostileCase[] 
       if (dice.chance(0.6)) mutateValue(draft, dice)
       else mutateText(draft, dice)
     }
-    const method = isObject(base.request) ? String(base.request.method) : "?"
+    const method = isObject(base.request) && typeof base.request.method === "string" ? base.request.method : "?"
     const version = base.headers["a2a-version"] ?? "0.3"
     return { name: `#${i} ${method} (${version}): ${draft.labels.join("; ") || "unchanged"}`, body: draft.body(), headers: draft.headers }
   })
@@ -589,10 +589,13 @@ async function assertAlive(t: Test, srv: ServedAgent, known: Known): Promise<voi
   t.match(rpcResult(got), { id: known.taskId, status: { state: "TASK_STATE_COMPLETED" } }, "GetTask reads a task from before")
 }
 
+/** Object.prototype.toString as it was before any hostile body arrived. */
+const ORIGINAL_TO_STRING: unknown = Object.getOwnPropertyDescriptor(Object.prototype, "toString")?.value
+
 function assertNotPolluted(t: Test): void {
   t.equal(({} as Record<string, unknown>).polluted, undefined, "Object.prototype has no polluted")
   t.notOk(Object.hasOwn(Object.prototype, "polluted"), "Object.prototype has no own polluted key")
-  t.equal(({} as Record<string, unknown>).toString, Object.prototype.toString, "toString is untouched")
+  t.equal(Object.getOwnPropertyDescriptor(Object.prototype, "toString")?.value, ORIGINAL_TO_STRING, "Object.prototype.toString is untouched")
   t.equal(([] as unknown as Record<string, unknown>).polluted, undefined, "Array.prototype has no polluted")
 }
 

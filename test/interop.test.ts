@@ -151,12 +151,12 @@ const post = (srv: ServedAgent, body: unknown, headers: Record<string, string> =
 
 t.test("a 0.3 peer: SendMessage then GetTask polling, with kind parts", async (t) => {
   const { srv } = await start(t)
-  const sent = (await (await post(srv, { jsonrpc: "2.0", id: "a", method: "message/send", params: { message: { kind: "message", messageId: "m1", role: "user", parts: [{ kind: "text", text: "old peer" }] } } })).json()) as any
+  const sent = await (await post(srv, { jsonrpc: "2.0", id: "a", method: "message/send", params: { message: { kind: "message", messageId: "m1", role: "user", parts: [{ kind: "text", text: "old peer" }] } } })).json()
   t.equal(sent.result.kind, "task", "a bare Task")
   t.equal(sent.result.status.state, "submitted", "0.3 answers at once by default")
   let task: any
   await waitFor(async () => {
-    task = ((await (await post(srv, { jsonrpc: "2.0", id: "b", method: "tasks/get", params: { id: sent.result.id } })).json()) as any).result
+    task = (await (await post(srv, { jsonrpc: "2.0", id: "b", method: "tasks/get", params: { id: sent.result.id } })).json()).result
     return task.status.state === "completed"
   })
   t.same(task.artifacts[0].parts, [{ kind: "text", text: "echo: old peer" }])
@@ -182,15 +182,15 @@ t.test("a 0.3 peer: message/stream events carry kind and final", async (t) => {
 
 t.test("versions: 1.0 shapes on request, -32009 for the rest", async (t) => {
   const { srv } = await start(t)
-  const v1 = (await (await post(srv, { jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: "v", role: "ROLE_USER", parts: [{ text: "x" }] } } }, { "a2a-version": "1.0" })).json()) as any
+  const v1 = await (await post(srv, { jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: "v", role: "ROLE_USER", parts: [{ text: "x" }] } } }, { "a2a-version": "1.0" })).json()
   t.equal(v1.result.task.status.state, "TASK_STATE_COMPLETED")
   t.same(v1.result.task.history[0].parts, [{ text: "x" }], "parts without kind")
   t.equal(v1.result.task.history[0].role, "ROLE_USER")
   t.notOk("kind" in v1.result.task)
-  const patch = (await (await post(srv, { jsonrpc: "2.0", id: 2, method: "GetTask", params: { id: v1.result.task.id } }, { "a2a-version": "1.0.1" })).json()) as any
+  const patch = await (await post(srv, { jsonrpc: "2.0", id: 2, method: "GetTask", params: { id: v1.result.task.id } }, { "a2a-version": "1.0.1" })).json()
   t.equal(patch.result.status.state, "TASK_STATE_COMPLETED", "patch versions do not count")
-  const future = (await (await post(srv, { jsonrpc: "2.0", id: 3, method: "GetTask", params: { id: "x" } }, { "a2a-version": "2.0" })).json()) as any
+  const future = await (await post(srv, { jsonrpc: "2.0", id: 3, method: "GetTask", params: { id: "x" } }, { "a2a-version": "2.0" })).json()
   t.match(future, { id: 3, error: { code: -32009, message: /"2.0" is not supported/ } })
-  const notFound = (await (await post(srv, { jsonrpc: "2.0", id: 4, method: "GetTask", params: { id: "x" } }, { "a2a-version": "1.0" })).json()) as any
+  const notFound = await (await post(srv, { jsonrpc: "2.0", id: 4, method: "GetTask", params: { id: "x" } }, { "a2a-version": "1.0" })).json()
   t.match(notFound.error, { code: -32001, data: [{ "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason: "TASK_NOT_FOUND", domain: "a2a-protocol.org", metadata: { taskId: "x" } }] })
 })

@@ -134,7 +134,7 @@ t.test("NatsTaskStore: concurrent saves from two servers all land, each as its o
   const saves = [a, b].flatMap((store, s) => Array.from({ length: perStore }, (_, i) => store.save(task("race", "working", { metadata: { s, i } }))))
   const results = await Promise.allSettled(saves)
   t.same(
-    results.filter((r) => r.status === "rejected").map((r) => String((r as PromiseRejectedResult).reason)),
+    results.filter((r) => r.status === "rejected").map((r) => String(r.reason)),
     [],
     "no save failed",
   )
@@ -153,7 +153,7 @@ t.test("NatsTaskStore: a terminal save racing others is never overwritten", asyn
     const cancel = canceler.save(task(id, "canceled", { metadata: { by: "canceler" } }))
     const [progressResults, cancelResult] = await Promise.all([Promise.allSettled(progress), Promise.allSettled([cancel])])
     t.equal(cancelResult[0].status, "fulfilled", `round ${round}: the cancel landed`)
-    const refused = progressResults.filter((r) => r.status === "rejected").map((r) => (r as PromiseRejectedResult).reason)
+    const refused = progressResults.filter((r) => r.status === "rejected").map((r) => r.reason)
     t.ok(
       refused.every((err) => err instanceof TaskConflictError),
       `round ${round}: the progress saves after the cancel were refused as conflicts`,

@@ -113,7 +113,7 @@ t.test("bad options fail at registration, naming the option", async (t) => {
   ]
   for (const [opts, message] of cases) {
     const app = Fastify()
-    await t.rejects(app.register(toolnexusA2A, { client, ...opts } as ToolnexusA2AOptions).ready(), message, JSON.stringify(Object.keys(opts)))
+    await t.rejects(app.register(toolnexusA2A, { client, ...opts }).ready(), message, JSON.stringify(Object.keys(opts)))
     await app.close()
   }
   const twice = Fastify()

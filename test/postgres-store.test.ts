@@ -5,7 +5,7 @@ import t, { type Test } from "tap"
 import { pageOfTasks, type TaskQuery } from "../lib/stores/list.js"
 import { PostgresTaskStore, type PostgresTaskStoreOptions } from "../lib/stores/postgres.js"
 import { TaskConflictError } from "../lib/stores/task-store.js"
-import type { A2ATask, TaskState } from "../lib/types.js"
+import type { A2ATask } from "../lib/types.js"
 import { PG_URL, sampleTask, waitFor } from "./helpers.js"
 import { storeContract } from "./store-contract.js"
 
@@ -126,11 +126,15 @@ t.test("the schema an operator creates by hand, with no CREATE privilege", async
   const role = uniqueName("tn_role")
   const table = "tasks"
   const leaseTable = "leases"
+  const url = new globalThis.URL(PG_URL)
+  url.username = role
+  url.searchParams.set("options", `-c search_path=${schema}`)
+  // The store connects on first use, so it can be made before the role it logs in as exists.
+  const store = new PostgresTaskStore(url.href, { table, leaseTable })
   await admin.query(`CREATE SCHEMA "${schema}"`)
   await admin.query(`CREATE ROLE "${role}" LOGIN`)
-  let store: PostgresTaskStore | undefined
   t.teardown(async () => {
-    await store?.close()
+    await store.close()
     await admin.query(`DROP SCHEMA "${schema}" CASCADE`)
     await admin.query(`DROP OWNED BY "${role}"`)
     await admin.query(`DROP ROLE "${role}"`)
@@ -139,10 +143,6 @@ t.test("the schema an operator creates by hand, with no CREATE privilege", async
   await admin.query(`GRANT USAGE ON SCHEMA "${schema}" TO "${role}"`)
   await admin.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON "${schema}".tasks, "${schema}".leases TO "${role}"`)
 
-  const url = new globalThis.URL(PG_URL)
-  url.username = role
-  url.searchParams.set("options", `-c search_path=${schema}`)
-  store = new PostgresTaskStore(url.href, { table, leaseTable })
   await store.save(task("by-hand", "working"))
   t.equal((await store.get("by-hand"))?.status.state, "working")
   t.equal((await store.list({})).totalSize, 1)

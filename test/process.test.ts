@@ -31,7 +31,7 @@ async function zombie(t: Test): Promise<{ pid: number; parent: number }> {
   const script = `(until read name < /proc/$$/comm && [ "$name" = sleep ]; do :; done) & echo $!; exec sleep 600`
   const parent = spawn("sh", ["-c", script], { stdio: ["ignore", "pipe", "inherit"] })
   t.teardown(() => parent.kill("SIGKILL"))
-  const pid = await new Promise<number>((resolve) => readline.createInterface({ input: parent.stdout! }).once("line", (line) => resolve(Number(line))))
+  const pid = await new Promise<number>((resolve) => readline.createInterface({ input: parent.stdout }).once("line", (line) => resolve(Number(line))))
   await waitFor(() => stateOf(pid) === "Z", 10_000, `process ${pid} to be a zombie`)
   return { pid, parent: parent.pid! }
 }

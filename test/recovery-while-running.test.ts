@@ -33,9 +33,9 @@ async function startServer(t: Test, dir: string, modelUrl: string, recoveryInter
   const child = spawn(process.execPath, [fixture, dir, modelUrl, String(recoveryIntervalMs)], { stdio: ["ignore", "pipe", "pipe"] })
   t.teardown(() => child.kill("SIGKILL"))
   let stderr = ""
-  child.stderr!.on("data", (chunk) => (stderr += chunk))
+  child.stderr.on("data", (chunk) => (stderr += chunk))
   const { url, pid } = await new Promise<{ url: string; pid: number }>((resolve, reject) => {
-    readline.createInterface({ input: child.stdout! }).once("line", (line) => resolve(JSON.parse(line)))
+    readline.createInterface({ input: child.stdout }).once("line", (line) => resolve(JSON.parse(line)))
     child.once("exit", (code) => reject(new Error(`the server exited early (${code}): ${stderr}`)))
   })
   return { url, pid, child }

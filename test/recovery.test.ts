@@ -40,7 +40,7 @@ t.test("recoverInterrupted fails only the unfinished tasks of dead processes", a
   t.equal(recovered.contextId, "ctx-1")
   for (const id of ["mine", "done", "waiting", "no-owner"]) t.same(store.statesOf(id).length, 1, `${id} untouched`)
   t.ok(log.lines.some((l) => l.taskId === "orphan-working" && l.msg === "recovered a task interrupted by a stopped server"))
-  t.same(await recoverInterrupted({ store: { get: async () => undefined, save: async () => {} } as TaskStore, self, log }), [], "a store without list: nothing to do")
+  t.same(await recoverInterrupted({ store: { get: async () => undefined, save: async () => {} }, self, log }), [], "a store without list: nothing to do")
 })
 
 t.test("a real server killed mid-task: its task is failed by the next server, never by a live neighbour", async (t) => {

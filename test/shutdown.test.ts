@@ -33,11 +33,11 @@ async function serveThenStop(t: Test, args: string[]): Promise<{ report: Report;
   let stdout = ""
   let stderr = ""
   let reportedAt = 0
-  child.stdout!.on("data", (chunk) => {
+  child.stdout.on("data", (chunk) => {
     stdout += chunk
     if (stdout.includes("\n") && reportedAt === 0) reportedAt = performance.now()
   })
-  child.stderr!.on("data", (chunk) => (stderr += chunk))
+  child.stderr.on("data", (chunk) => (stderr += chunk))
   const code = await new Promise<number | null>((resolve, reject) => {
     const deadline = setTimeout(() => reject(new Error(`the process did not end on its own within 30 s of starting; stdout: ${stdout} stderr: ${stderr}`)), 30_000)
     child.once("exit", (exitCode) => {

@@ -7,9 +7,8 @@ import { NatsTaskStore } from "../lib/stores/nats.js"
 import { PostgresTaskStore } from "../lib/stores/postgres.js"
 import { resolveStore } from "../lib/stores/resolve.js"
 import { storeContract } from "./store-contract.js"
-import type { TaskStore } from "../lib/stores/task-store.js"
 import type { A2ATask } from "../lib/types.js"
-import { recordingFs, sampleTask, simulated, tmpDir, waitFor } from "./helpers.js"
+import { recordingFs, sampleTask, tmpDir, waitFor } from "./helpers.js"
 
 const task = sampleTask
 

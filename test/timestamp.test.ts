@@ -4,24 +4,24 @@ import { StoreFollower } from "../lib/a2a/follower.js"
 import { JsonRpcDispatcher } from "../lib/a2a/jsonrpc.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
 import { createLocalClient } from "../lib/client/client.js"
-import { normalizeTimestamp, parseTimestamp } from "../lib/timestamp.js"
+import { normalizeTimestamp } from "../lib/timestamp.js"
 import { memoryLogger, RecordingStore, rpc, sampleTask } from "./helpers.js"
 
-t.test("parseTimestamp reads RFC 3339 date-times, offsets and fractions included", async (t) => {
-  t.equal(parseTimestamp("2026-01-31T12:00:00Z"), Date.UTC(2026, 0, 31, 12))
-  t.equal(parseTimestamp("2026-01-31t12:00:00z"), Date.UTC(2026, 0, 31, 12), "t and z may be lower case")
-  t.equal(parseTimestamp("2026-01-31T14:30:00+02:30"), Date.UTC(2026, 0, 31, 12), "a positive offset is east of UTC")
-  t.equal(parseTimestamp("2026-01-31T07:00:00-05:00"), Date.UTC(2026, 0, 31, 12))
-  t.equal(parseTimestamp("2026-01-31T12:00:00.123Z"), Date.UTC(2026, 0, 31, 12, 0, 0, 123), "milliseconds exactly")
-  t.equal(parseTimestamp("2026-01-31T12:00:00.5Z"), Date.UTC(2026, 0, 31, 12, 0, 0, 500))
-  t.equal(parseTimestamp("2026-01-31T12:00:00.123000000Z"), Date.UTC(2026, 0, 31, 12, 0, 0, 123), "trailing zeros add nothing")
-  t.equal(parseTimestamp("2026-01-31T12:00:00.1230001Z"), Date.UTC(2026, 0, 31, 12, 0, 0, 124), "a finer fraction rounds up, never into an earlier millisecond")
-  t.equal(parseTimestamp("2024-02-29T00:00:00Z"), Date.UTC(2024, 1, 29), "a leap day")
-  t.equal(parseTimestamp("2016-12-31T23:59:60Z"), Date.UTC(2017, 0, 1), "a leap second is the next minute's first moment")
-  t.equal(new Date(parseTimestamp("0050-06-01T00:00:00Z")!).toISOString(), "0050-06-01T00:00:00.000Z", "a two-digit year is not read as 19xx")
+t.test("normalizeTimestamp reads RFC 3339 date-times, offsets and fractions included", async (t) => {
+  t.equal(normalizeTimestamp("2026-01-31T12:00:00Z"), "2026-01-31T12:00:00.000Z")
+  t.equal(normalizeTimestamp("2026-01-31t12:00:00z"), "2026-01-31T12:00:00.000Z", "t and z may be lower case")
+  t.equal(normalizeTimestamp("2026-01-31T14:30:00+02:30"), "2026-01-31T12:00:00.000Z", "a positive offset is east of UTC")
+  t.equal(normalizeTimestamp("2026-01-31T07:00:00-05:00"), "2026-01-31T12:00:00.000Z")
+  t.equal(normalizeTimestamp("2026-01-31T12:00:00.123Z"), "2026-01-31T12:00:00.123Z", "milliseconds exactly")
+  t.equal(normalizeTimestamp("2026-01-31T12:00:00.5Z"), "2026-01-31T12:00:00.500Z")
+  t.equal(normalizeTimestamp("2026-01-31T12:00:00.123000000Z"), "2026-01-31T12:00:00.123Z", "trailing zeros add nothing")
+  t.equal(normalizeTimestamp("2026-01-31T12:00:00.1230001Z"), "2026-01-31T12:00:00.124Z", "a finer fraction rounds up, never into an earlier millisecond")
+  t.equal(normalizeTimestamp("2024-02-29T00:00:00Z"), "2024-02-29T00:00:00.000Z", "a leap day")
+  t.equal(normalizeTimestamp("2016-12-31T23:59:60Z"), "2017-01-01T00:00:00.000Z", "a leap second is the next minute's first moment")
+  t.equal(normalizeTimestamp("0050-06-01T00:00:00Z"), "0050-06-01T00:00:00.000Z", "a two-digit year is not read as 19xx")
 })
 
-t.test("parseTimestamp refuses what Date.parse would guess at", async (t) => {
+t.test("normalizeTimestamp refuses what Date.parse would guess at", async (t) => {
   for (const text of [
     "-1",
     "2026",
@@ -47,7 +47,7 @@ t.test("parseTimestamp refuses what Date.parse would guess at", async (t) => {
     "2026-01-31T12:00:00-00:60",
     "1900-02-29T00:00:00Z",
   ]) {
-    t.equal(parseTimestamp(text), undefined, JSON.stringify(text))
+    t.equal(normalizeTimestamp(text), undefined, JSON.stringify(text))
   }
   t.equal(normalizeTimestamp("2000-02-29T01:00:00+01:00"), "2000-02-29T00:00:00.000Z", "a century leap day; the stored form, in UTC")
   t.equal(normalizeTimestamp("0000-01-01T00:00:00+01:00"), undefined, "an offset that leaves year 0000 cannot sort as text")

@@ -9,7 +9,6 @@ import { syncBuiltinESMExports } from "node:module"
 import net from "node:net"
 import tls from "node:tls"
 import t from "tap"
-import { evaluate } from "../lib/tools/builtins.js"
 import { createToolkit, type Tool } from "../lib/tools/toolkit.js"
 
 const add: Tool = {
@@ -141,13 +140,15 @@ t.test("bad tools are refused when the toolkit is built", async (t) => {
 })
 
 t.test("the calculator evaluates arithmetic and nothing else", async (t) => {
-  t.equal(evaluate("1 + 2 * 3"), 7)
-  t.equal(evaluate("-(2 + 3) % 4"), -1)
-  t.equal(evaluate("2 ^ 3 ^ 2"), 512, "power is right-associative")
-  t.equal(evaluate("1.5e2 / .5"), 300)
-  t.throws(() => evaluate("process.exit()"), /Unexpected "p"/)
-  t.throws(() => evaluate("(1 + 2"), /Expected \)/)
-  t.throws(() => evaluate("1 / 0"), /no finite value/)
-  t.throws(() => evaluate("1 +"), /Unexpected end/)
-  t.throws(() => evaluate("(".repeat(200) + "1" + ")".repeat(200)), /nested too deeply/)
+  const toolkit = await createToolkit({ builtins: ["calculate"] })
+  const calculate = (expression: string) => toolkit.execute("calculate", { expression })
+  t.same(await calculate("1 + 2 * 3"), { output: "7", isError: false })
+  t.same(await calculate("-(2 + 3) % 4"), { output: "-1", isError: false })
+  t.same(await calculate("2 ^ 3 ^ 2"), { output: "512", isError: false }, "power is right-associative")
+  t.same(await calculate("1.5e2 / .5"), { output: "300", isError: false })
+  t.match(await calculate("process.exit()"), { output: /Unexpected "p"/, isError: true })
+  t.match(await calculate("(1 + 2"), { output: /Expected \)/, isError: true })
+  t.match(await calculate("1 / 0"), { output: /no finite value/, isError: true })
+  t.match(await calculate("1 +"), { output: /Unexpected end/, isError: true })
+  t.match(await calculate("(".repeat(200) + "1" + ")".repeat(200)), { output: /nested too deeply/, isError: true })
 })

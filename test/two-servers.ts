@@ -7,7 +7,10 @@ import { callRpc, deferred, modelServer, openAIText, readSse, rpc, startCli, wai
  * twoServers() with a store selector naming a fresh table or bucket.
  */
 
-const promptOf = (request: ModelRequest) => String(request.body.messages.at(-1)?.content ?? "")
+const promptOf = (request: ModelRequest) => {
+  const content = request.body.messages.at(-1)?.content
+  return typeof content === "string" ? content : ""
+}
 
 /** An OpenAI-style model that answers "done: <prompt>" at once, or holds prompts starting with "hold" until the test answers them. */
 async function fakeModel(t: Test) {

@@ -5,7 +5,7 @@ import { createHash } from "node:crypto"
  * host's own check. Free of any HTTP framework: it reads plain headers.
  */
 
-export type Headers = Record<string, string | string[] | undefined>
+type Headers = Record<string, string | string[] | undefined>
 
 export interface AuthSettings<Request> {
   /** secret → principal. A secret is accepted as `Authorization: Bearer <secret>` or as `x-api-key: <secret>`. */
@@ -17,7 +17,7 @@ export interface AuthSettings<Request> {
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex")
 
 /** Reads the credentials a request carries, if any. */
-export function presentedSecret(headers: Headers): string | undefined {
+function presentedSecret(headers: Headers): string | undefined {
   const authorization = first(headers.authorization)
   const bearer = authorization && /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1]
   return bearer || first(headers["x-api-key"]) || undefined

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto"
 import type { ChatMessage } from "../models/model.js"
 import { ownerOf } from "../internals.js"
 import { errorFields, type Logger } from "../log.js"
+import { MAX_PAGE_SIZE } from "../stores/list.js"
 import type { TaskStore } from "../stores/task-store.js"
 import type { A2AMessage, A2APart, A2ATask } from "../types.js"
 
@@ -23,7 +24,7 @@ export async function earlierTurns(
     try {
       // Only the turns its owner may see (its own and unowned ones): a shared contextId must not leak another's conversation.
       const owner = ownerOf(task)
-      const page = await store.list({ contextId: task.contextId, pageSize: 100, owners: typeof owner === "string" ? [owner, null] : [null] })
+      const page = await store.list({ contextId: task.contextId, pageSize: MAX_PAGE_SIZE, owners: typeof owner === "string" ? [owner, null] : [null] })
       earlier = page.tasks
         .filter((other) => other.id !== task.id)
         .reverse()

@@ -18,17 +18,7 @@ export class StoreFollower {
   /** Set by close(): every follow ends, and no poll is scheduled again. */
   private closed = false
 
-  constructor(
-    private readonly opts: {
-      store: TaskStore
-      runner: TaskRunner
-      log: Logger
-      /** Without watch, how often a follower re-reads the store (default 500 ms). */
-      pollIntervalMs?: number
-      /** With watch, a follower still re-reads this often, in case a notification was lost (default 5000 ms). */
-      safetyIntervalMs?: number
-    },
-  ) {}
+  constructor(private readonly opts: { store: TaskStore; runner: TaskRunner; log: Logger }) {}
 
   /** Starts watching the store, when it can; a store that cannot watch now is polled instead. */
   async start(): Promise<void> {
@@ -102,7 +92,7 @@ export class StoreFollower {
   /** Resolves at the next change after `seen` (at once if one came already), the next poll, or the abort. */
   private nextChange(id: string, seen: number, signal: AbortSignal, waiters: Set<() => void>): Promise<void> {
     if ((this.generations.get(id) ?? 0) !== seen) return Promise.resolve()
-    const wait = this.watching ? (this.opts.safetyIntervalMs ?? 5000) : (this.opts.pollIntervalMs ?? 500)
+    const wait = this.watching ? SAFETY_INTERVAL_MS : POLL_INTERVAL_MS
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer)
@@ -116,3 +106,8 @@ export class StoreFollower {
     })
   }
 }
+
+/** Without watch, how often a follower re-reads the store. */
+const POLL_INTERVAL_MS = 500
+/** With watch, a follower still re-reads this often, in case a notification was lost. */
+const SAFETY_INTERVAL_MS = 5000

@@ -22,7 +22,7 @@ export type JsonRpcResponse =
   | { jsonrpc: "2.0"; id: JsonRpcId; result: unknown }
   | { jsonrpc: "2.0"; id: JsonRpcId; error: JsonRpcErrorObject }
 
-export interface DispatchContext {
+interface DispatchContext {
   /** The request's logger. */
   log: Logger
   /** The request's `A2A-Version` header. */
@@ -50,7 +50,7 @@ export interface DispatchOutcome {
   errorCode?: number
 }
 
-export interface DispatcherOptions {
+interface DispatcherOptions {
   store: TaskStore
   runner: TaskRunner
   events: TaskEvents

@@ -1,7 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv"
 import { normalizeTimestamp, TIMESTAMP_EXAMPLE } from "../timestamp.js"
 import type { JsonObject } from "../types.js"
-import { decodePageToken, type TaskQuery } from "../stores/list.js"
+import { decodePageToken, MAX_PAGE_SIZE, type TaskQuery } from "../stores/list.js"
 import { A2AError } from "./errors.js"
 import { stateFromWire, type WireMessage, type WireVersion } from "./wire.js"
 
@@ -19,7 +19,7 @@ import { stateFromWire, type WireMessage, type WireVersion } from "./wire.js"
 const MAX_ID = 1024
 const MAX_PARTS = 1000
 /** Deeper values are refused: copying or serializing them later would overflow the stack. */
-export const MAX_DEPTH = 64
+const MAX_DEPTH = 64
 
 const metadata = { type: "object" } as const
 const id = { type: "string", minLength: 1, maxLength: MAX_ID } as const
@@ -100,7 +100,7 @@ const listTasksSchema = {
   properties: {
     contextId: id,
     status: { type: "string" },
-    pageSize: { type: "integer", minimum: 1, maximum: 100 },
+    pageSize: { type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE },
     pageToken: { type: "string", maxLength: 4096 },
     historyLength: { type: "integer", minimum: 0 },
     statusTimestampAfter: { type: "string", maxLength: 64 },
@@ -115,12 +115,12 @@ export interface SendMessageParams {
   metadata?: JsonObject
 }
 
-export interface TaskIdParams {
+interface TaskIdParams {
   id: string
   historyLength?: number
 }
 
-export interface ListTasksParams {
+interface ListTasksParams {
   contextId?: string
   status?: string
   pageSize?: number

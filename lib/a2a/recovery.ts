@@ -1,12 +1,13 @@
 import { internalsOf, isLiveHere, type RunnerId } from "../internals.js"
 import { isProcessAlive } from "../process.js"
 import { errorFields, type Logger } from "../log.js"
+import { MAX_PAGE_SIZE } from "../stores/list.js"
 import { TaskConflictError, type LeaseBook, type TaskStore } from "../stores/task-store.js"
 import type { A2ATask, TaskState } from "../types.js"
 import { agentMessage } from "./conversation.js"
 
 /** Says whether the process that wrote `runner` may still be running the task. */
-export type LivenessCheck = (runner: RunnerId, self: RunnerId) => boolean | Promise<boolean>
+type LivenessCheck = (runner: RunnerId, self: RunnerId) => boolean | Promise<boolean>
 
 /**
  * The default check, for processes sharing one host (a rolling redeploy on
@@ -24,7 +25,7 @@ export const sameHostLiveness: LivenessCheck = (runner, self) => {
 }
 
 /** For stores shared across hosts: alive while its lease is. */
-export function leaseLiveness(leases: LeaseBook): LivenessCheck {
+function leaseLiveness(leases: LeaseBook): LivenessCheck {
   return (runner, self) => runner.instance === self.instance || leases.isAlive(runner.instance)
 }
 
@@ -60,7 +61,7 @@ export async function recoverInterrupted(opts: {
     let pageToken: string | undefined
     do {
       if (opts.signal?.aborted) return failed
-      const page = await store.list({ status: state, pageSize: 100, pageToken, includeArtifacts: true })
+      const page = await store.list({ status: state, pageSize: MAX_PAGE_SIZE, pageToken, includeArtifacts: true })
       for (const task of page.tasks) {
         const runner = internalsOf(task).runner
         if (runner === undefined) continue
@@ -95,7 +96,7 @@ export async function recoverInterrupted(opts: {
   return failed
 }
 
-export interface RecoveryOptions {
+interface RecoveryOptions {
   store: TaskStore
   self: RunnerId
   log: Logger
@@ -146,7 +147,7 @@ export class RecoveryService {
       const ttl = this.every
       const renew = () => (this.renewing = this.renew(leases, ttl))
       await renew()
-      this.renewTimer = setInterval(renew, Math.max(1, Math.floor(ttl / 3)))
+      this.renewTimer = setInterval(() => void renew(), Math.max(1, Math.floor(ttl / 3)))
       this.renewTimer.unref()
     }
     let waited: NodeJS.Timeout | undefined

@@ -3,7 +3,7 @@ import { internalsOf } from "../internals.js"
 import type { A2ATask } from "../types.js"
 
 /** A Task's answer as JSON text, and who may read it. */
-export interface RenderedAnswer {
+interface RenderedAnswer {
   json: string
   /** The principal that owns the Task; undefined when it was created without authentication. */
   owner: string | undefined

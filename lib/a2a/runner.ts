@@ -11,24 +11,20 @@ import { eventQueue, type TaskEvent, type TaskEvents } from "./events.js"
 import { currentRunner, internalsOf, retireRunner, withInternals, type RunnerId } from "../internals.js"
 import { copyWith } from "../objects.js"
 
-export interface TaskRunnerOptions {
+interface TaskRunnerOptions {
   store: TaskStore
   client: Client
   toolkit?: Toolkit
   log: Logger
   events: TaskEvents
-  /** How many earlier messages of the same context reach the model (default 50). */
-  contextMessages?: number
   /** Tasks run at once; more wait in a queue, still `submitted` (default 32). */
   maxRunning?: number
   /** Tasks that may wait; beyond it a new task is refused (default 1000). */
   maxQueued?: number
-  /** This process, written on the Tasks it runs (default: this host, pid and a new instance id). */
-  self?: RunnerId
 }
 
 /** Who asked for a task, and whether they want its events. */
-export interface StartOptions {
+interface StartOptions {
   /** The authenticated principal; the Task is visible only to it. */
   principal?: string
   /** Subscribe to the task's events before it starts (for streams). */
@@ -53,8 +49,8 @@ interface PendingFinalSave {
   attempt: number
   /** The wait before the next try; undefined while a try is under way. */
   timer?: NodeJS.Timeout
-  /** The try under way. */
-  saving?: Promise<void>
+  /** The latest try: under way, or settled (the first, failed one, until the timer starts the next). */
+  saving: Promise<void>
 }
 
 /** One run of a task in this process, queued or going. */
@@ -81,6 +77,9 @@ const now = (): string => {
   }
   return lastIso
 }
+
+/** How many earlier messages of the same context reach the model. */
+const CONTEXT_MESSAGES = 50
 
 /** Tries of a final save, the first included: then 0.5 s, 1 s, 2 s … later, about a minute in all. */
 const FINAL_SAVE_ATTEMPTS = 8
@@ -111,24 +110,14 @@ export class TaskRunner {
   /** Set once stop() has drained: a final save that fails now is not retried. */
   private stopped = false
   private readonly pendingFinalSaves = new Set<PendingFinalSave>()
-  readonly self: RunnerId
+  /** This process, written on the Tasks it runs: this host, pid and an instance id of this runner's own. */
+  readonly self: RunnerId = currentRunner()
   private readonly maxRunning: number
   private readonly maxQueued: number
 
   constructor(private readonly opts: TaskRunnerOptions) {
-    this.self = opts.self ?? currentRunner()
     this.maxRunning = opts.maxRunning ?? 32
     this.maxQueued = opts.maxQueued ?? 1000
-  }
-
-  /** How many tasks this process holds now, going or queued. */
-  get activeCount(): number {
-    return this.running.size
-  }
-
-  /** How many tasks wait for a slot. */
-  get queuedCount(): number {
-    return this.queue.length
   }
 
   /** True while this process holds the task (going or queued): its events are published here. */
@@ -299,7 +288,7 @@ export class TaskRunner {
     const { client, toolkit } = this.opts
     try {
       await this.transition(record, { ...record.task, status: { state: "working", timestamp: now() } })
-      const history = await earlierTurns(record.task, { store: this.opts.store, log: this.opts.log, limit: this.opts.contextMessages ?? 50, lookUpContext })
+      const history = await earlierTurns(record.task, { store: this.opts.store, log: this.opts.log, limit: CONTEXT_MESSAGES, lookUpContext })
       const prompt = promptFrom(record.task.history?.at(-1))
       const result = await client.run(prompt, { toolkit, signal: record.controller.signal, history })
       if (record.finished) return
@@ -341,7 +330,7 @@ export class TaskRunner {
     } catch (err) {
       if (err instanceof TaskConflictError) return false // finished elsewhere first; already logged
       this.opts.log.error({ taskId: record.task.id, state, ...errorFields(err) }, "task store failed to save the final state; retrying")
-      const pending: PendingFinalSave = { record, final, artifact, attempt: 1 }
+      const pending: PendingFinalSave = { record, final, artifact, attempt: 1, saving: Promise.resolve() }
       this.pendingFinalSaves.add(pending)
       this.retryLater(pending)
       return false

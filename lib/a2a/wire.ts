@@ -15,7 +15,7 @@ import type { TaskEvent } from "./events.js"
  */
 export type WireVersion = "0.3" | "1.0"
 
-export const SUPPORTED_VERSIONS: readonly WireVersion[] = ["1.0", "0.3"]
+const SUPPORTED_VERSIONS: readonly WireVersion[] = ["1.0", "0.3"]
 
 /** The version a request asked for; absent means 0.3. Patch numbers do not count. */
 export function negotiateVersion(header: string | string[] | undefined): WireVersion {

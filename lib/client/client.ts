@@ -5,8 +5,6 @@ import { DEFAULT_RETRY } from "../models/http.js"
 import { openAIModel } from "../models/openai.js"
 import { usageFrom, type ChatMessage, type Model, type ModelToolCall, type ModelTurn, type ToolCall, type Usage } from "../models/model.js"
 
-export type { ChatMessage, ToolCall, Usage }
-
 export interface ToolCallRecord extends ToolCall {
   result: ToolResult
 }

@@ -3,7 +3,7 @@ import type { JsonObject } from "../types.js"
 import { isObject, joinUrl, postJson, type Endpoint, type EndpointOptions } from "./http.js"
 import { usageFrom, type Model, type ModelToolCall, type ModelTurn } from "./model.js"
 
-export interface AnthropicOptions extends EndpointOptions {
+interface AnthropicOptions extends EndpointOptions {
   /** Anthropic requires a cap on the answer's length. */
   maxTokens: number
 }

@@ -35,7 +35,7 @@ export interface Endpoint {
 }
 
 /** The model endpoint answered with a non-2xx status, even after any retries. */
-export class ModelEndpointError extends Error {
+class ModelEndpointError extends Error {
   readonly status: number
   /** Requests made before giving up, the first one included. */
   readonly attempts: number
@@ -136,12 +136,12 @@ function backoffMs(attempt: number, baseDelayMs: number): number {
 }
 
 /** `Retry-After` in seconds or as an HTTP date; undefined when absent or unreadable. */
-function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
+function parseRetryAfter(value: string | null): number | undefined {
   if (value === null) return undefined
   const trimmed = value.trim()
   if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000
   const at = Date.parse(trimmed)
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now)
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now())
 }
 
 /** Waits `ms`, or rejects with the signal's reason the moment it aborts. */

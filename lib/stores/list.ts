@@ -13,7 +13,7 @@ export interface TaskQuery {
   status?: TaskState
   /** Only Tasks whose status changed at or after this ISO-8601 time. */
   statusTimestampAfter?: string
-  /** 1-100; default 50. */
+  /** A positive integer, default 50; ListTasks asks for at most MAX_PAGE_SIZE. */
   pageSize?: number
   /** A `nextPageToken` from an earlier page of the same query. */
   pageToken?: string
@@ -32,6 +32,8 @@ export interface TaskPage {
 }
 
 const DEFAULT_PAGE_SIZE = 50
+/** The largest page ListTasks lets a peer ask for; the server reads the store in pages this size too. */
+export const MAX_PAGE_SIZE = 100
 
 /**
  * The fields of a Task that list() filters and orders by, and nothing
@@ -57,7 +59,7 @@ interface Cursor {
 }
 
 /** Thrown for a page token this module did not make. */
-export class InvalidPageTokenError extends Error {
+class InvalidPageTokenError extends Error {
   constructor() {
     super("pageToken is not a token from an earlier ListTasks page")
     this.name = "InvalidPageTokenError"
@@ -111,7 +113,7 @@ function matchesQuery(key: ListKey, query: TaskQuery): boolean {
 }
 
 /** One page of what a query asks for, as the items it came from: a store keeping keys beside its Tasks pages those. */
-export interface PageOf<T> {
+interface PageOf<T> {
   items: T[]
   nextPageToken: string
   totalSize: number

@@ -83,11 +83,6 @@ export class InMemoryTaskStore implements TaskStore {
     this.expiries.delete(id)
   }
 
-  /** How many Tasks are held. */
-  get size(): number {
-    return this.tasks.size
-  }
-
   private dropExpired(): void {
     if (this.terminalTtlMs === undefined) return
     const now = Date.now()

@@ -627,6 +627,8 @@ function taskFrom(text: string, id: string): A2ATask {
 }
 
 const ESCAPED = "\u0001"
+/** What a Postgres text value cannot hold: NUL and lone surrogates. */
+// eslint-disable-next-line no-control-regex -- NUL is the character this pattern exists to find
 const UNSTORABLE_IN_TEXT = /[\u0000\p{Cs}]/u
 
 /**

@@ -5,8 +5,12 @@ import { NatsTaskStore } from "./nats.js"
 import { PostgresTaskStore } from "./postgres.js"
 import { isTaskStore, type TaskStore } from "./task-store.js"
 
-/** What `serve()`'s `a2a.store` and `resolveStore()` accept. */
-export type StoreSelector = TaskStore | "memory" | `file:${string}` | `postgres://${string}` | `nats://${string}` | string
+/**
+ * What `serve()`'s `a2a.store` and `resolveStore()` accept. Any other string type-checks (a selector
+ * often comes from configuration) and is refused when resolved; `string & {}` keeps the listed forms
+ * from collapsing into plain `string`, so editors still show them.
+ */
+export type StoreSelector = TaskStore | "memory" | `file:${string}` | `postgres://${string}` | `postgresql://${string}` | `nats://${string}` | (string & {})
 
 /** What a store built from a selector is given: the same for every kind, so a server routes every store's background errors one way. */
 export type ResolveStoreOptions = TaskStoreOptions

@@ -41,7 +41,7 @@ const calculate: Tool = {
 }
 
 /** A recursive-descent evaluator: no eval, no names, only numbers and operators. */
-export function evaluate(expression: string): number {
+function evaluate(expression: string): number {
   let pos = 0
   const peek = () => expression[pos]
   const skipSpaces = () => {

@@ -6,7 +6,7 @@ import type { Tool, Toolkit, ToolkitOptions, ToolkitServedAgent, ToolkitServeOpt
 export type * from "./types.js"
 
 /** Serves a toolkit over A2A; the Fastify layer provides it when it loads, so the toolkit never loads a web server itself. */
-export type ToolkitServer = (addr: string, opts: ToolkitServeOptions, toolkit: Toolkit) => Promise<ToolkitServedAgent>
+type ToolkitServer = (addr: string, opts: ToolkitServeOptions, toolkit: Toolkit) => Promise<ToolkitServedAgent>
 
 let server: ToolkitServer | undefined
 
@@ -27,7 +27,7 @@ export async function createToolkit(opts: ToolkitOptions = {}): Promise<Toolkit>
     try {
       validate = ajv.compile(tool.inputSchema)
     } catch (err) {
-      throw new Error(`Tool ${JSON.stringify(tool.name)} has an invalid inputSchema: ${(err as Error).message}`)
+      throw new Error(`Tool ${JSON.stringify(tool.name)} has an invalid inputSchema: ${(err as Error).message}`, { cause: err })
     }
     byName.set(tool.name, { tool, validate })
   }
