@@ -2,7 +2,7 @@ import { parseArgs } from "node:util"
 import { createClient, createLocalClient, type Client, type ClientOptions } from "./client/client.js"
 
 /** How the command writes its logs: pino-pretty's lines for a person, or pino's JSON lines for a collector. */
-type LogFormat = "pretty" | "json"
+export type LogFormat = "pretty" | "json"
 
 /** What the `toolnexus` command runs with, from flags first, then environment variables, then defaults. */
 interface CliConfig {
