@@ -59,8 +59,6 @@ interface Running {
   controller: AbortController
   /** Set once the run's last state is being written: nothing is saved after it. */
   finished: boolean
-  /** Set when the run got a slot and its work began. */
-  started: boolean
   lookUpContext: boolean
   settled: Promise<A2ATask>
   settle: () => void
@@ -156,8 +154,10 @@ export class TaskRunner {
     const record = this.running.get(id)
     if (record && !record.finished) {
       record.controller.abort(new Error("the task was canceled"))
+      // Out of the queue before the save is awaited: a slot freeing meanwhile must not start or drop it.
+      const wasQueued = this.dequeue(record)
       const saved = await this.finish(record, "canceled", "Canceled at the peer's request")
-      this.releaseIfQueued(record)
+      if (wasQueued) record.settle()
       if (!saved) {
         throw new A2AError(ErrorCode.InternalError, `Task ${truncate(id)} was stopped, but the task store could not record the cancel yet; the server keeps retrying`)
       }
@@ -249,7 +249,6 @@ export class TaskRunner {
       task,
       controller: new AbortController(),
       finished: false,
-      started: false,
       lookUpContext,
       settled: new Promise((resolve) => (resolveSettled = resolve)),
       settle: () => {
@@ -265,7 +264,6 @@ export class TaskRunner {
 
   /** Runs a task in a free slot; when it ends, the next queued task takes the slot. */
   private begin(record: Running): void {
-    record.started = true
     this.going++
     void this.fulfil(record).then(() => {
       this.going--
@@ -391,14 +389,15 @@ export class TaskRunner {
     const record = this.running.get(task.id)
     if (!record || record.finished || !isTerminal(task.status.state)) return
     this.endedElsewhere(record, task)
-    this.releaseIfQueued(record)
+    if (this.dequeue(record)) record.settle()
   }
 
-  /** A task that ended before it got a slot leaves the queue, and whoever waits on it is told. */
-  private releaseIfQueued(record: Running): void {
-    if (record.started) return
-    this.queue.splice(this.queue.indexOf(record), 1)
-    record.settle()
+  /** Takes a task that has no slot yet out of the queue; false when it is not waiting there. */
+  private dequeue(record: Running): boolean {
+    const at = this.queue.indexOf(record)
+    if (at === -1) return false
+    this.queue.splice(at, 1)
+    return true
   }
 
   /** Another writer's final word stands: stop the work, save nothing more, tell local streams. */
