@@ -53,10 +53,13 @@ t.test("FileTaskStore never writes outside its directory", async (t) => {
   t.ok(fs.readdirSync(dir).every((name) => !name.includes("/") && name.endsWith(".json")))
 })
 
-t.test("FileTaskStore refuses ids with a NUL", async (t) => {
+t.test("FileTaskStore refuses to save ids with a NUL, and finds no Task by one", async (t) => {
   const store = new FileTaskStore(tmpDir(t))
   await t.rejects(store.save(task("a\0b")), /must not contain NUL/)
-  await t.rejects(store.get("a\0b"), /must not contain NUL/)
+  t.equal(await store.get("a\0b"), undefined)
+  t.equal(await store.getText("a\0b"), undefined)
+  await t.resolves(store.delete("a\0b"), "deleting it deletes nothing")
+  await t.rejects(store.get(""), /non-empty string/, "a non-id is still refused")
 })
 
 t.test("FileTaskStore stores over-long ids", async (t) => {

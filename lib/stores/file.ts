@@ -148,12 +148,18 @@ export class FileTaskStore implements TaskStore {
 
   /** The file a Task id is stored in. */
   fileFor(id: string): string {
-    assertTaskId(id)
-    if (id.includes("\0")) throw new TypeError("A Task id must not contain NUL bytes")
+    if (!this.canHold(id)) throw new TypeError("A Task id must not contain NUL bytes")
     return path.join(this.dir, taskFileName(id))
   }
 
+  /** False for an id save() refuses (one with NUL): no Task has it, so a lookup finds nothing. Throws for a non-id. */
+  private canHold(id: string): boolean {
+    assertTaskId(id)
+    return !id.includes("\0")
+  }
+
   async get(id: string): Promise<A2ATask | undefined> {
+    if (!this.canHold(id)) return undefined
     const file = this.fileFor(id)
     await this.open()
     const read = await this.readCurrent(file, id)
@@ -162,6 +168,7 @@ export class FileTaskStore implements TaskStore {
   }
 
   async getText(id: string): Promise<string | undefined> {
+    if (!this.canHold(id)) return undefined
     const file = this.fileFor(id)
     await this.open()
     return (await this.readCurrent(file, id))?.text
@@ -263,6 +270,7 @@ export class FileTaskStore implements TaskStore {
   delete(id: string): Promise<void> {
     let file: string
     try {
+      if (!this.canHold(id)) return Promise.resolve() // no Task has it: nothing to delete
       file = this.fileFor(id)
     } catch (err) {
       return Promise.reject(err)
