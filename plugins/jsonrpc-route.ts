@@ -1,5 +1,6 @@
-import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from "fastify"
+import type { FastifyRequest, RouteHandlerMethod } from "fastify"
 import type { JsonRpcDispatcher } from "../lib/a2a/jsonrpc.js"
+import { OpenStreams } from "./open-streams.js"
 import { writeEvents } from "./sse.js"
 
 /** Content types the JSON-RPC route parses as JSON. */
@@ -15,11 +16,12 @@ interface JsonRpcRouteOptions {
 
 /** `POST /`: one JSON-RPC request in, one JSON answer or an SSE stream out, and one log line per call. */
 export function jsonRpcHandler({ dispatcher, closing, principalOf }: JsonRpcRouteOptions): RouteHandlerMethod {
+  const streams = new OpenStreams(closing)
   return async function jsonRpc(request, reply) {
     const started = performance.now()
     // Only a streaming call asks for this signal: most requests never pay for a controller and listeners.
     let streamEnd: AbortSignal | undefined
-    const endSignal = () => (streamEnd ??= endedWhenGoneOrClosing(reply.raw, closing))
+    const endSignal = () => (streamEnd ??= streams.endedWhenGoneOrClosing(reply.raw))
     const outcome = await dispatcher.dispatch(request.body, {
       log: request.log,
       version: request.headers["a2a-version"],
@@ -48,17 +50,4 @@ export function jsonRpcHandler({ dispatcher, closing, principalOf }: JsonRpcRout
     if (outcome.body === undefined) return reply.code(204).send()
     return reply.type("application/json; charset=utf-8").send(outcome.body)
   }
-}
-
-/** Aborts when the peer's connection closes or the server starts closing, whichever comes first. */
-function endedWhenGoneOrClosing(raw: FastifyReply["raw"], closing: AbortSignal): AbortSignal {
-  const ended = new AbortController()
-  const end = () => ended.abort()
-  if (closing.aborted) end()
-  else closing.addEventListener("abort", end, { once: true })
-  raw.once("close", () => {
-    closing.removeEventListener("abort", end)
-    end()
-  })
-  return ended.signal
 }
