@@ -6,7 +6,7 @@ import { agentCardHandler, CARD_PATH } from "./card-route.js"
 import { answerHttpError } from "./http-errors.js"
 import { JSON_TYPES, jsonRpcHandler } from "./jsonrpc-route.js"
 import { createAgent } from "./lifecycle.js"
-import { checkOptions, DEFAULT_BODY_LIMIT, type ToolnexusA2AOptions } from "./options.js"
+import { checkOptions, DEFAULT_BODY_LIMIT, FASTIFY_PLUGIN_TIMEOUT_MS, type ToolnexusA2AOptions } from "./options.js"
 import { registerRateLimit } from "./rate-limit.js"
 
 export type { ToolnexusA2AOptions } from "./options.js"
@@ -32,7 +32,7 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
   }
   // Authentication settings are checked before the store is opened, so a refused registration leaves nothing open.
   const auth = opts.auth && createAuthentication(opts.auth)
-  const agent = await createAgent(opts, fastify.log)
+  const agent = await createAgent(opts, fastify.log, fastify.initialConfig.pluginTimeout ?? FASTIFY_PLUGIN_TIMEOUT_MS)
 
   fastify.decorate("taskStore", agent.store)
   fastify.addHook("onReady", agent.onReady)

@@ -5,7 +5,7 @@ import { RecoveryService } from "../lib/a2a/recovery.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
 import type { Logger } from "../lib/log.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
-import { DEFAULT_SHUTDOWN_GRACE_MS, openStore, type ToolnexusA2AOptions } from "./options.js"
+import { CLOSE_MARGIN_MS, DEFAULT_SHUTDOWN_GRACE_MS, graceWithin, openStore, type ToolnexusA2AOptions } from "./options.js"
 
 /** The agent's moving parts for one registration, and the three hooks that start and stop them in order. */
 interface Agent {
@@ -21,8 +21,18 @@ interface Agent {
   onClose: () => Promise<void>
 }
 
-/** Builds the store, runner, follower, recovery and dispatcher from checked options. */
-export async function createAgent(opts: ToolnexusA2AOptions, log: Logger): Promise<Agent> {
+/**
+ * Builds the store, runner, follower, recovery and dispatcher from checked
+ * options; `pluginTimeout` is the Fastify instance's, which bounds preClose.
+ */
+export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, pluginTimeout: number): Promise<Agent> {
+  const graceMs = graceWithin(pluginTimeout, opts.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS)
+  if (opts.shutdownGraceMs !== undefined && graceMs < opts.shutdownGraceMs) {
+    log.warn(
+      { shutdownGraceMs: opts.shutdownGraceMs, pluginTimeout, graceMs },
+      `shutdownGraceMs cut to ${graceMs} ms: Fastify ends the close hook after pluginTimeout, which must be at least the grace + ${CLOSE_MARGIN_MS} ms`,
+    )
+  }
   const { store, ownsStore } = await openStore(opts.store, log)
   const events = new TaskEvents()
   const runner = new TaskRunner({
@@ -48,7 +58,7 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger): Promi
     },
     // A preClose hook, so blocking requests waiting on a task end before the server waits on them.
     preClose: async () => {
-      await runner.stop(opts.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS)
+      await runner.stop(graceMs)
       closing.abort()
     },
     onClose: async () => {

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from "fastify"
 import type { AuthSettings } from "../lib/a2a/auth.js"
 import { checkCardOptions, type CardOptions } from "../lib/a2a/card.js"
+import { ABORT_WAIT_MS } from "../lib/a2a/runner.js"
 import type { Client } from "../lib/client/client.js"
 import { errorFields, type Logger } from "../lib/log.js"
 import type { StoreErrorHandler } from "../lib/stores/background-errors.js"
@@ -49,6 +50,38 @@ export interface ToolnexusA2AOptions extends CardOptions {
 /** The defaults the plugin itself applies; the runner and recovery apply their own to the options they take. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000
+
+/** What the close needs beyond the grace: the runner's wait for aborted work, then a second to save what it fails. */
+export const CLOSE_MARGIN_MS = ABORT_WAIT_MS + 1000
+/** Fastify's own pluginTimeout default; serve() never sets less. */
+export const FASTIFY_PLUGIN_TIMEOUT_MS = 10_000
+/** Node's longest timer: a pluginTimeout past it would fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+/**
+ * The grace the plugin's preClose hook can take: Fastify ends each preClose
+ * hook after `pluginTimeout` ms (avvio's timeout; 0 for none) and close()
+ * then rejects with the Task left working, so the grace asked for is cut
+ * to leave CLOSE_MARGIN_MS inside that limit.
+ */
+export function graceWithin(pluginTimeout: number, askedMs: number): number {
+  if (!(pluginTimeout > 0)) return askedMs
+  return Math.max(0, Math.min(askedMs, pluginTimeout - CLOSE_MARGIN_MS))
+}
+
+/**
+ * The pluginTimeout serve() gives the Fastify it owns, so the whole grace
+ * fits the close: Fastify's default, or grace + margin when that is longer
+ * (0, no limit, past Node's longest timer). Undefined for a grace the plugin
+ * will refuse anyway, so its own error is the one reported.
+ */
+export function pluginTimeoutFor(graceMs: number | undefined): number | undefined {
+  const grace = graceMs ?? DEFAULT_SHUTDOWN_GRACE_MS
+  if (!(Number.isFinite(grace) && grace >= 0)) return undefined
+  const needed = Math.ceil(grace + CLOSE_MARGIN_MS)
+  if (needed > MAX_TIMER_MS) return 0
+  return Math.max(FASTIFY_PLUGIN_TIMEOUT_MS, needed)
+}
 
 /** Throws at registration, naming the option and what it wanted, before anything is opened. */
 export function checkOptions(opts: ToolnexusA2AOptions): void {

@@ -5,6 +5,7 @@ import type { Client } from "../lib/client/client.js"
 import { provideToolkitServer } from "../lib/tools/toolkit.js"
 import type { Toolkit } from "../lib/tools/types.js"
 import { toolnexusA2A, type ToolnexusA2AOptions } from "./a2a.js"
+import { pluginTimeoutFor } from "./options.js"
 
 export interface ServeOptions {
   /** Runs each task's tool-calling loop. */
@@ -53,7 +54,9 @@ const REDACTED_PATHS = [
 export async function serve(addr: string, opts: ServeOptions): Promise<ServedAgent> {
   const { host, port } = parseAddress(addr)
   // The plugin logs one line per JSON-RPC call, so Fastify's own request lines would only repeat it.
-  const app: FastifyInstance = Fastify({ ...loggerSetting(opts.logger), ...withoutRequestLogging() })
+  // Fastify ends each close hook after pluginTimeout: set it so the whole shutdown grace fits.
+  const pluginTimeout = pluginTimeoutFor(opts.a2a?.shutdownGraceMs)
+  const app: FastifyInstance = Fastify({ ...loggerSetting(opts.logger), ...withoutRequestLogging(), ...(pluginTimeout !== undefined && { pluginTimeout }) })
   try {
     await app.register(toolnexusA2A, { ...opts.a2a, client: opts.client, toolkit: opts.toolkit })
     await app.listen({ host, port })

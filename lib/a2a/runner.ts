@@ -79,6 +79,9 @@ const now = (): string => {
 /** How many earlier messages of the same context reach the model. */
 const CONTEXT_MESSAGES = 50
 
+/** How long stop() waits for aborted work to end before it saves those Tasks failed itself. */
+export const ABORT_WAIT_MS = 1000
+
 /** Tries of a final save, the first included: then 0.5 s, 1 s, 2 s … later, about a minute in all. */
 const FINAL_SAVE_ATTEMPTS = 8
 
@@ -220,7 +223,7 @@ export class TaskRunner {
       record.settle()
     }
     for (const record of this.running.values()) record.controller.abort(new Error("the server stopped before the task finished"))
-    if (await this.allSettledWithin(1000)) return
+    if (await this.allSettledWithin(ABORT_WAIT_MS)) return
     // Their work ignored the abort: record them failed and release whoever waits on them.
     await Promise.all(
       [...this.running.values()].map(async (record) => {
