@@ -17,3 +17,14 @@ export function hasCredentials(text: string): boolean {
 export function withoutPassword(text: string): string {
   return text.replace(/\/\/([^:/@]*):[^@/]*@/, "//$1:***@")
 }
+
+/** An http(s) URL naming no user or password: fit to be published, as on the agent card. */
+export function isPlainHttpUrl(value: unknown): boolean {
+  if (typeof value !== "string") return false
+  try {
+    const { protocol, username, password } = new URL(value)
+    return (protocol === "http:" || protocol === "https:") && username === "" && password === ""
+  } catch {
+    return false
+  }
+}
