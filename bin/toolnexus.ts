@@ -1,29 +1,32 @@
 #!/usr/bin/env node
 import { clientFor, parseCli, USAGE } from "../lib/cli.js"
 import { createToolkit } from "../lib/tools/toolkit.js"
+import { withoutPassword } from "../lib/url-credentials.js"
 import { createLogger, logDestination } from "../plugins/serve.js"
 
 let config
+let client
 try {
   config = parseCli(process.argv.slice(2), process.env, process.stdout.isTTY === true)
+  // A refused model option (such as a baseUrl with a password) is a usage error too, not a crash.
+  if (config !== "help") client = clientFor(config)
 } catch (err) {
   console.error(`toolnexus: ${(err as Error).message}\n\n${USAGE}`)
   process.exit(2)
 }
-if (config === "help") {
+if (config === "help" || client === undefined) {
   console.log(USAGE)
   process.exit(0)
 }
 
 const log = createLogger({}, await logDestination(config.logFormat))
 const toolkit = await createToolkit()
-const client = clientFor(config)
 const agent = await toolkit.serve(`${config.host.includes(":") ? `[${config.host}]` : config.host}:${config.port}`, {
   client,
-  a2a: { name: config.name, store: config.store, ...(config.tokens && { auth: { tokens: config.tokens } }) },
+  a2a: { name: config.name, store: config.store, ...(config.publicUrl && { url: config.publicUrl }), ...(config.tokens && { auth: { tokens: config.tokens } }) },
   logger: log,
 })
-log.info({ url: agent.url, store: config.store, model: client.model, auth: config.tokens ? "tokens" : "none" }, "toolnexus agent listening")
+log.info({ url: agent.url, store: withoutPassword(config.store), model: client.model, auth: config.tokens ? "tokens" : "none" }, "toolnexus agent listening")
 if (!config.model) {
   log.warn({ model: client.model }, "no model configured: serving an offline echo agent; set --base-url and --model (and TOOLNEXUS_API_KEY) to serve a real one")
 }

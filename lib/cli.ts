@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util"
 import { createClient, createLocalClient, type Client, type ClientOptions } from "./client/client.js"
+import { isPlainHttpUrl, withoutPassword } from "./url-credentials.js"
 
 /** How the command writes its logs: pino-pretty's lines for a person, or pino's JSON lines for a collector. */
 export type LogFormat = "pretty" | "json"
@@ -10,6 +11,8 @@ interface CliConfig {
   port: number
   store: string
   name: string
+  /** The endpoint URL the agent card advertises; absent, it follows each request's Host header. */
+  publicUrl?: string
   /** The model to call; absent means the offline echo agent. */
   model?: Pick<ClientOptions, "baseUrl" | "style" | "model" | "apiKey">
   /** secret → principal, from TOOLNEXUS_TOKENS; absent means no authentication. */
@@ -29,6 +32,8 @@ Serves an A2A agent over JSON-RPC. Flags win over environment variables.
                          postgres://USER@HOST/DB  PostgreSQL; ?table=NAME (needs the pg package)
                          nats://HOST:4222         NATS JetStream KV; ?bucket=NAME (needs the nats package)
   --name NAME          agent name on the agent card (TOOLNEXUS_NAME)
+  --public-url URL     the URL peers reach the agent at, advertised on the agent card
+                       (TOOLNEXUS_PUBLIC_URL; default: taken from each request's Host header)
   --base-url URL       model endpoint, e.g. https://api.openai.com/v1 (TOOLNEXUS_BASE_URL)
   --style STYLE        "openai" or "anthropic" (TOOLNEXUS_STYLE, default openai)
   --model MODEL        model name (TOOLNEXUS_MODEL)
@@ -51,6 +56,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
       port: { type: "string" },
       store: { type: "string" },
       name: { type: "string" },
+      "public-url": { type: "string" },
       "base-url": { type: "string" },
       style: { type: "string" },
       model: { type: "string" },
@@ -69,6 +75,10 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
   const model = values.model ?? env.TOOLNEXUS_MODEL
   if (baseUrl && !model) throw new Error("--base-url is set but no --model: name the model to call (or TOOLNEXUS_MODEL)")
   if (model && !baseUrl) throw new Error("--model is set but no --base-url: say where the model is served (or TOOLNEXUS_BASE_URL)")
+  const publicUrl = values["public-url"] ?? env.TOOLNEXUS_PUBLIC_URL
+  if (publicUrl !== undefined && publicUrl !== "" && !isPlainHttpUrl(publicUrl)) {
+    throw new Error(`--public-url should be the http(s) URL peers reach the agent at, without a user or password, got ${JSON.stringify(withoutPassword(publicUrl))}`)
+  }
   const logFormat = values["log-format"] ?? env.TOOLNEXUS_LOG_FORMAT ?? (stdoutIsTTY ? "pretty" : "json")
   if (logFormat !== "pretty" && logFormat !== "json") throw new Error(`--log-format should be "pretty" or "json", got ${JSON.stringify(logFormat)}`)
   return {
@@ -76,6 +86,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     port,
     store: values.store ?? env.TOOLNEXUS_STORE ?? "file:./.toolnexus/tasks",
     name: values.name ?? env.TOOLNEXUS_NAME ?? "toolnexus agent",
+    ...(publicUrl ? { publicUrl } : {}),
     ...(baseUrl && model ? { model: { baseUrl, style, model, apiKey: env.TOOLNEXUS_API_KEY } } : {}),
     ...(env.TOOLNEXUS_TOKENS ? { tokens: parseTokens(env.TOOLNEXUS_TOKENS) } : {}),
     logFormat,

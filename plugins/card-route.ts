@@ -5,9 +5,15 @@ import { answerVersion } from "../lib/a2a/wire.js"
 
 export const CARD_PATH = "/.well-known/agent-card.json"
 
+/** A derived URL reads Host, and behind a proxy the app trusts (Fastify's trustProxy) the forwarded pair. */
+const DERIVED_URL_VARY = "A2A-Version, Host, X-Forwarded-Host, X-Forwarded-Proto"
+
 interface CardRouteOptions {
   card: CardOptions
-  /** The endpoint URL to advertise; derived from each request's protocol, Host and the routes' prefix when absent. */
+  /**
+   * The endpoint URL to advertise. When absent it is derived from each request's protocol, Host and the
+   * routes' prefix: X-Forwarded-Proto/-Host count only when the app trusts the proxy (Fastify's trustProxy).
+   */
   url?: string
   /** The routes' prefix, for the derived URL. */
   prefix: string
@@ -19,7 +25,7 @@ interface CardRouteOptions {
 export function agentCardHandler({ card, url, prefix, usesTokens }: CardRouteOptions): RouteHandlerMethod {
   return async function agentCard(request, reply) {
     const body = buildAgentCard(card, url ?? endpointUrl(request, prefix))
-    reply.header("vary", "A2A-Version")
+    reply.header("vary", url === undefined ? DERIVED_URL_VARY : "A2A-Version")
     if (!usesTokens) return body
     return { ...body, ...securityCardFields(answerVersion(request.headers["a2a-version"])) }
   }

@@ -8,6 +8,7 @@ import type { StoreErrorHandler } from "../lib/stores/background-errors.js"
 import { resolveStore, type StoreSelector } from "../lib/stores/resolve.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import type { Toolkit } from "../lib/tools/types.js"
+import { isPlainHttpUrl } from "../lib/url-credentials.js"
 
 export interface ToolnexusA2AOptions extends CardOptions {
   /** Runs each task: `createClient(...)`, `createLocalClient(...)` or any object with `run(prompt, opts)`. */
@@ -18,7 +19,10 @@ export interface ToolnexusA2AOptions extends CardOptions {
   store?: StoreSelector
   /** Mounts the JSON-RPC route and the agent card under this path, e.g. "/agents/desk". */
   prefix?: string
-  /** The endpoint URL the agent card advertises; derived from each request's Host when omitted. */
+  /**
+   * The endpoint URL the agent card advertises. Omitted, it is taken from each request's Host (and from
+   * X-Forwarded-Host/-Proto only when the Fastify app's trustProxy trusts the sender): set it on a public server.
+   */
   url?: string
   /** Largest accepted request body in bytes (default 1 MiB); larger bodies get HTTP 413. */
   bodyLimit?: number
@@ -93,6 +97,9 @@ export function checkOptions(opts: ToolnexusA2AOptions): void {
   }
   if (opts.prefix !== undefined && (typeof opts.prefix !== "string" || !/^\/[^?#]*$/.test(opts.prefix))) {
     throw new TypeError(`toolnexus: opts.prefix should be a path starting with "/", e.g. "/agents/desk"`)
+  }
+  if (opts.url !== undefined && !isPlainHttpUrl(opts.url)) {
+    throw new TypeError(`toolnexus: opts.url should be the http(s) URL peers reach the agent at, without a user or password, e.g. "https://agents.example.com/desk/"`)
   }
   if (opts.bodyLimit !== undefined && !(Number.isInteger(opts.bodyLimit) && opts.bodyLimit > 0)) {
     throw new TypeError("toolnexus: opts.bodyLimit should be a positive integer number of bytes")

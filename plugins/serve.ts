@@ -16,6 +16,11 @@ export interface ServeOptions {
   a2a?: Omit<ToolnexusA2AOptions, "client" | "toolkit" | "prefix">
   /** `false` for no logs, pino options, or a ready pino logger. Default: JSON lines at info on stdout. */
   logger?: boolean | LoggerOptions | PinoLogger
+  /**
+   * Fastify's trustProxy: which senders' X-Forwarded-* headers count (for the card's derived URL and
+   * the client address). Default false: none do; set it only behind a proxy you run.
+   */
+  trustProxy?: FastifyServerOptions["trustProxy"]
 }
 
 export interface ServedAgent {
@@ -56,7 +61,12 @@ export async function serve(addr: string, opts: ServeOptions): Promise<ServedAge
   // The plugin logs one line per JSON-RPC call, so Fastify's own request lines would only repeat it.
   // Fastify ends each close hook after pluginTimeout: set it so the whole shutdown grace fits.
   const pluginTimeout = pluginTimeoutFor(opts.a2a?.shutdownGraceMs)
-  const app: FastifyInstance = Fastify({ ...loggerSetting(opts.logger), ...withoutRequestLogging(), ...(pluginTimeout !== undefined && { pluginTimeout }) })
+  const app: FastifyInstance = Fastify({
+    ...loggerSetting(opts.logger),
+    ...withoutRequestLogging(),
+    trustProxy: opts.trustProxy ?? false,
+    ...(pluginTimeout !== undefined && { pluginTimeout }),
+  })
   try {
     await app.register(toolnexusA2A, { ...opts.a2a, client: opts.client, toolkit: opts.toolkit })
     await app.listen({ host, port })

@@ -88,7 +88,7 @@ t.test("the agent card stays public and advertises the schemes in each version's
   const v03 = await instance.inject({ url: "/.well-known/agent-card.json" })
   t.equal(v03.statusCode, 200)
   t.match(v03.json().securitySchemes, { bearer: { type: "http", scheme: "bearer" }, apiKey: { type: "apiKey", in: "header", name: "x-api-key" } })
-  t.equal(v03.headers.vary, "A2A-Version")
+  t.equal(v03.headers.vary, "A2A-Version, Host, X-Forwarded-Host, X-Forwarded-Proto", "no a2a.url: the card also varies by what its URL is read from")
 })
 
 t.test("a verify-only auth does not advertise token schemes it does not take", async (t) => {

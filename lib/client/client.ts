@@ -3,6 +3,7 @@ import type { JsonObject } from "../types.js"
 import { anthropicModel } from "../models/anthropic.js"
 import { DEFAULT_RETRY } from "../models/http.js"
 import { openAIModel } from "../models/openai.js"
+import { hasCredentials, withoutPassword } from "../url-credentials.js"
 import { usageFrom, type ChatMessage, type Model, type ModelToolCall, type ModelTurn, type ToolCall, type Usage } from "../models/model.js"
 
 export interface ToolCallRecord extends ToolCall {
@@ -211,7 +212,11 @@ function localModel(respond: ModelFunction, name: string): Model {
 function checkClientOptions(opts: ClientOptions): void {
   if (typeof opts !== "object" || opts === null) throw new TypeError("createClient: opts should be an object with baseUrl, style and model")
   if (!isHttpUrl(opts.baseUrl)) {
-    throw new TypeError(`createClient: opts.baseUrl should be an http(s) URL such as https://api.openai.com/v1, got ${JSON.stringify(opts.baseUrl)}`)
+    throw new TypeError(`createClient: opts.baseUrl should be an http(s) URL such as https://api.openai.com/v1, got ${JSON.stringify(typeof opts.baseUrl === "string" ? withoutPassword(opts.baseUrl) : opts.baseUrl)}`)
+  }
+  // fetch refuses such URLs with a message that quotes the password, which would reach peers and logs.
+  if (hasCredentials(opts.baseUrl)) {
+    throw new TypeError("createClient: opts.baseUrl should not carry a user or password (user:pass@host): pass the key as opts.apiKey (TOOLNEXUS_API_KEY for the CLI) or in opts.headers")
   }
   if (opts.style !== "openai" && opts.style !== "anthropic") {
     throw new TypeError(`createClient: opts.style should be "openai" or "anthropic", got ${JSON.stringify(opts.style)}`)

@@ -171,13 +171,15 @@ function settle<T>(endpoint: Endpoint, result: Attempt, attempts: number, note: 
   if (result.kind === "unreachable") {
     throw new Error(hide(`Could not reach the ${provider} model endpoint at ${displayUrl(url)} (${result.reason})${after}; check opts.baseUrl and that the server is up`))
   }
-  const { status, statusText, text } = result
+  const { status, statusText } = result
+  // Redact before any cut: a key cut in two no longer matches, and its start would show.
+  const text = hide(result.text)
   if (status < 200 || status > 299) {
     const answered = `${status}${statusText ? ` ${statusText}` : ""}`
     const message = `${provider} model endpoint answered ${answered}${after}: ${providerMessage(text)}${note ? `; ${note}` : ""}`
     throw new ModelEndpointError(hide(message), status, attempts)
   }
-  const answer = parseJson(text)
+  const answer = parseJson(result.text)
   const turn = answer === undefined ? undefined : read(answer)
   if (turn === undefined) {
     throw new Error(hide(`${provider} model endpoint at ${displayUrl(url)} answered with something that is not ${endpoint.expects}: ${snippet(text) || "(empty body)"}; check opts.baseUrl and opts.style`))

@@ -4,6 +4,7 @@ import { InMemoryTaskStore } from "./memory.js"
 import { NatsTaskStore } from "./nats.js"
 import { PostgresTaskStore } from "./postgres.js"
 import { isTaskStore, type TaskStore } from "./task-store.js"
+import { withoutPassword } from "../url-credentials.js"
 
 /**
  * What `serve()`'s `a2a.store` and `resolveStore()` accept. Any other string type-checks (a selector
@@ -43,7 +44,7 @@ export function resolveStore(store?: StoreSelector, options: ResolveStoreOptions
       const { url, name } = splitNameParam(store, "bucket")
       return new NatsTaskStore(url, name ? { bucket: name, onError } : { onError })
     }
-    throw new Error(`Unknown A2A store ${JSON.stringify(redact(store))}: expected ${ACCEPTED}`)
+    throw new Error(`Unknown A2A store ${JSON.stringify(withoutPassword(store))}: expected ${ACCEPTED}`)
   }
   if (isTaskStore(store)) return store
   throw new Error(`Unknown A2A store (${describe(store)}): expected ${ACCEPTED}`)
@@ -55,16 +56,11 @@ function splitNameParam(selector: string, param: string): { url: string; name?: 
   try {
     parsed = new URL(selector)
   } catch {
-    throw new Error(`A2A store ${JSON.stringify(redact(selector))} is not a valid URL`)
+    throw new Error(`A2A store ${JSON.stringify(withoutPassword(selector))} is not a valid URL`)
   }
   const name = parsed.searchParams.get(param) ?? undefined
   parsed.searchParams.delete(param)
   return { url: parsed.toString(), name }
-}
-
-/** A selector as it may be shown: without a password. */
-function redact(selector: string): string {
-  return selector.replace(/\/\/([^:/@]*):[^@/]*@/, "//$1:***@")
 }
 
 function describe(value: unknown): string {
