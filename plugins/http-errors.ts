@@ -3,10 +3,14 @@ import { A2AError, ErrorCode } from "../lib/a2a/errors.js"
 import type { JsonRpcResponse } from "../lib/a2a/jsonrpc.js"
 import { answerVersion, codecFor } from "../lib/a2a/wire.js"
 
+/** Refusals after which the connection closes: a peer without credentials, or sending too much, gets no kept-alive socket to hold. */
+const CLOSES_CONNECTION = new Set([401, 413])
+
 /** Sends a JSON-RPC error body with an HTTP status, for refusals made before the dispatcher runs; in the version answerVersion picks. */
 export function sendRefusal(request: FastifyRequest, reply: FastifyReply, status: number, error: A2AError): FastifyReply {
   const body: JsonRpcResponse = { jsonrpc: "2.0", id: null, error: codecFor(answerVersion(request.headers["a2a-version"])).error(error) }
   request.log.info({ outcome: error.code, status }, "a2a request refused")
+  if (CLOSES_CONNECTION.has(status)) reply.header("connection", "close")
   return reply.code(status).type("application/json").send(body)
 }
 

@@ -6,6 +6,7 @@ import { provideToolkitServer } from "../lib/tools/toolkit.js"
 import type { Toolkit } from "../lib/tools/types.js"
 import { toolnexusA2A, type ToolnexusA2AOptions } from "./a2a.js"
 import { pluginTimeoutFor } from "./options.js"
+import { timeoutOptions, type ServerTimeouts } from "./server-timeouts.js"
 
 export interface ServeOptions {
   /** Runs each task's tool-calling loop. */
@@ -21,6 +22,8 @@ export interface ServeOptions {
    * the client address). Default false: none do; set it only behind a proxy you run.
    */
   trustProxy?: FastifyServerOptions["trustProxy"]
+  /** How long a peer may take to send a request's headers, its whole body, and how long an idle kept-alive connection stays open. */
+  timeouts?: ServerTimeouts
 }
 
 export interface ServedAgent {
@@ -58,6 +61,7 @@ const REDACTED_PATHS = [
  */
 export async function serve(addr: string, opts: ServeOptions): Promise<ServedAgent> {
   const { host, port } = parseAddress(addr)
+  const timeouts = timeoutOptions(opts.timeouts)
   // The plugin logs one line per JSON-RPC call, so Fastify's own request lines would only repeat it.
   // Fastify ends each close hook after pluginTimeout: set it so the whole shutdown grace fits.
   const pluginTimeout = pluginTimeoutFor(opts.a2a?.shutdownGraceMs)
@@ -65,6 +69,7 @@ export async function serve(addr: string, opts: ServeOptions): Promise<ServedAge
     ...loggerSetting(opts.logger),
     ...withoutRequestLogging(),
     trustProxy: opts.trustProxy ?? false,
+    ...timeouts,
     ...(pluginTimeout !== undefined && { pluginTimeout }),
   })
   try {
