@@ -6,7 +6,7 @@ import { agentCardHandler, CARD_PATH } from "./card-route.js"
 import { answerHttpError } from "./http-errors.js"
 import { JSON_TYPES, jsonRpcHandler } from "./jsonrpc-route.js"
 import { createAgent } from "./lifecycle.js"
-import { checkOptions, DEFAULT_BODY_LIMIT, FASTIFY_PLUGIN_TIMEOUT_MS, type ToolnexusA2AOptions } from "./options.js"
+import { checkOptions, DEFAULT_BODY_LIMIT, DEFAULT_STREAM_HEARTBEAT_MS, FASTIFY_PLUGIN_TIMEOUT_MS, type ToolnexusA2AOptions } from "./options.js"
 import { registerRateLimit } from "./rate-limit.js"
 
 export type { ToolnexusA2AOptions } from "./options.js"
@@ -49,7 +49,12 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
       routes.post(
         "/",
         { bodyLimit: opts.bodyLimit ?? DEFAULT_BODY_LIMIT, ...(auth && { onRequest: auth.onRequest }) },
-        jsonRpcHandler({ dispatcher: agent.dispatcher, closing: agent.closing, principalOf: auth?.principalOf }),
+        jsonRpcHandler({
+          dispatcher: agent.dispatcher,
+          closing: agent.closing,
+          principalOf: auth?.principalOf,
+          heartbeatMs: opts.streamHeartbeatMs ?? DEFAULT_STREAM_HEARTBEAT_MS,
+        }),
       )
       routes.get(CARD_PATH, agentCardHandler({ card: opts, url: opts.url, prefix: routes.prefix, usesTokens: auth?.usesTokens ?? false }))
     },

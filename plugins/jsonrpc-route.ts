@@ -12,10 +12,12 @@ interface JsonRpcRouteOptions {
   closing: AbortSignal
   /** The authenticated principal of a request, when authentication is on. */
   principalOf?: (request: FastifyRequest) => string | undefined
+  /** How often an open stream gets a keep-alive comment. */
+  heartbeatMs: number
 }
 
 /** `POST /`: one JSON-RPC request in, one JSON answer or an SSE stream out, and one log line per call. */
-export function jsonRpcHandler({ dispatcher, closing, principalOf }: JsonRpcRouteOptions): RouteHandlerMethod {
+export function jsonRpcHandler({ dispatcher, closing, principalOf, heartbeatMs }: JsonRpcRouteOptions): RouteHandlerMethod {
   const streams = new OpenStreams(closing)
   return async function jsonRpc(request, reply) {
     const started = performance.now()
@@ -42,7 +44,7 @@ export function jsonRpcHandler({ dispatcher, closing, principalOf }: JsonRpcRout
       )
     if (outcome.stream) {
       reply.hijack()
-      await writeEvents(reply, outcome.stream, endSignal())
+      await writeEvents(reply, outcome.stream, endSignal(), heartbeatMs)
       logLine()
       return reply
     }

@@ -49,11 +49,14 @@ export interface ToolnexusA2AOptions extends CardOptions {
   recoveryIntervalMs?: number
   /** On a store with leases: how long a server counts as alive after its last renewal (default 15000 ms). */
   leaseTtlMs?: number
+  /** How often an open SSE stream gets a `: keep-alive` comment, so proxies keep it and a dead peer is found (default 15000 ms). */
+  streamHeartbeatMs?: number
 }
 
 /** The defaults the plugin itself applies; the runner and recovery apply their own to the options they take. */
 export const DEFAULT_BODY_LIMIT = 1024 * 1024
 export const DEFAULT_SHUTDOWN_GRACE_MS = 10_000
+export const DEFAULT_STREAM_HEARTBEAT_MS = 15_000
 
 /** What the close needs beyond the grace: the runner's wait for aborted work, then a second to save what it fails. */
 export const CLOSE_MARGIN_MS = ABORT_WAIT_MS + 1000
@@ -104,7 +107,7 @@ export function checkOptions(opts: ToolnexusA2AOptions): void {
   if (opts.bodyLimit !== undefined && !(Number.isInteger(opts.bodyLimit) && opts.bodyLimit > 0)) {
     throw new TypeError("toolnexus: opts.bodyLimit should be a positive integer number of bytes")
   }
-  for (const key of ["maxRunningTasks", "maxQueuedTasks", "leaseTtlMs", "recoveryIntervalMs"] as const) {
+  for (const key of ["maxRunningTasks", "maxQueuedTasks", "leaseTtlMs", "recoveryIntervalMs", "streamHeartbeatMs"] as const) {
     if (opts[key] !== undefined && !(Number.isInteger(opts[key]) && opts[key] > 0)) throw new TypeError(`toolnexus: opts.${key} should be a positive integer`)
   }
   if (opts.rateLimit !== undefined && !(Number.isInteger(opts.rateLimit?.max) && opts.rateLimit.max > 0 && opts.rateLimit.timeWindow !== undefined)) {

@@ -4,11 +4,17 @@ import type { JsonRpcResponse } from "../lib/a2a/jsonrpc.js"
 /**
  * Writes each response as a server-sent event, waiting for the socket to
  * drain when the peer reads slowly, and ends the response when the stream
- * ends or the peer goes away.
+ * ends or the peer goes away. Every `heartbeatMs` it writes a comment line,
+ * which SSE clients ignore: proxies see traffic and keep the stream, and a
+ * write to a dead peer fails, which closes the connection and ends the stream.
  */
-export async function writeEvents(reply: FastifyReply, stream: AsyncIterable<JsonRpcResponse>, peerGone: AbortSignal): Promise<void> {
+export async function writeEvents(reply: FastifyReply, stream: AsyncIterable<JsonRpcResponse>, peerGone: AbortSignal, heartbeatMs: number): Promise<void> {
   const raw = reply.raw
   raw.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" })
+  const heartbeat = setInterval(() => {
+    if (!raw.writableEnded && !peerGone.aborted) raw.write(": keep-alive\n\n")
+  }, heartbeatMs)
+  heartbeat.unref()
   try {
     for await (const message of stream) {
       if (peerGone.aborted) break
@@ -17,6 +23,7 @@ export async function writeEvents(reply: FastifyReply, stream: AsyncIterable<Jso
   } catch (err) {
     reply.log.error({ err }, "a2a stream failed")
   } finally {
+    clearInterval(heartbeat)
     if (!raw.writableEnded) raw.end()
   }
 }
