@@ -18,6 +18,9 @@ t.test("the scanner counts brackets outside strings and stops at the first one p
   t.equal(firstTooDeep(backslash, 64), backslash.indexOf("[1]"), "a string ending in an escaped backslash closes: the bracket after it counts")
   const quoteInKey = arrays(63, `{"k\\"[[": [1]}`)
   t.equal(firstTooDeep(quoteInKey, 64), quoteInKey.indexOf("[1]"), "an escaped quote in a key does not end it")
+  const oddRun = arrays(63, `[${JSON.stringify('a\\"[[')}, [1]]`) // a backslash escaped, then an escaped quote: the string goes on
+  t.equal(firstTooDeep(oddRun, 64), oddRun.indexOf("[1]"), `the string ${JSON.stringify('a\\"[[')} ends only at its last quote`)
+  t.equal(firstTooDeep('["' + "[".repeat(100), 64), -1, "an unterminated string hides nothing: JSON.parse refuses it later")
   // The scan stops where the limit is passed: what follows is never read, valid or not.
   t.equal(firstTooDeep("[".repeat(65) + "\u0000 not json at all", 64), 64, "stops at the bracket past the limit")
 })
