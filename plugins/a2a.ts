@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyPluginAsync } from "fastify"
 import fp from "fastify-plugin"
+import { bodyTooDeep } from "../lib/a2a/depth.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import { createAuthentication } from "./authenticate.js"
 import { agentCardHandler, CARD_PATH } from "./card-route.js"
@@ -42,7 +43,14 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
   await fastify.register(
     async function a2aRoutes(routes: FastifyInstance) {
       routes.removeAllContentTypeParsers()
-      routes.addContentTypeParser(JSON_TYPES, { parseAs: "string" }, routes.getDefaultJsonParser("error", "error"))
+      const parseJson = routes.getDefaultJsonParser("error", "error")
+      routes.addContentTypeParser(JSON_TYPES, { parseAs: "string" }, (request, body, done) => {
+        // Excess depth is refused by one cheap pass before JSON.parse builds a deep value it would throw away.
+        const text = typeof body === "string" ? body : body.toString()
+        const tooDeep = bodyTooDeep(text)
+        if (tooDeep) return done(tooDeep, undefined)
+        void parseJson(request, text, done) // Fastify's own parser is synchronous; its typing allows a promise
+      })
       routes.setErrorHandler(answerHttpError)
       if (opts.rateLimit) await registerRateLimit(routes, opts.rateLimit)
 

@@ -27,6 +27,9 @@ export function answerHttpError(err: FastifyError, request: FastifyRequest, repl
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
       return send(415, new A2AError(ErrorCode.InvalidRequest, `Unsupported content type ${JSON.stringify(request.headers["content-type"] ?? "")}: send application/json`))
   }
+  // A refusal the parser raised as an A2AError (excess depth) is a JSON-RPC error, answered with HTTP 200.
+  const raised: unknown = err
+  if (raised instanceof A2AError && !("statusCode" in raised)) return send(200, raised)
   const status = err.statusCode ?? 500
   if (status >= 400 && status < 500) {
     // Errors raised as A2AErrors (the rate limit's) already say what to do.

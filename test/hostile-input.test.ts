@@ -761,6 +761,33 @@ t.test("deeply nested values get an answer, never a 5xx, a hang or a crash", asy
   t.same(unhandled, [], "no unhandled rejection")
 })
 
+t.test("a 1 MiB deeply nested body is refused before it is parsed, wherever the depth is", async (t) => {
+  const srv = await startAgent(t)
+  const nested = (depth: number) => "[".repeat(depth) + "]".repeat(depth)
+  const seen = new Set<string>()
+  const parse = JSON.parse
+  // Records the bodies JSON.parse is handed; parsing itself is unchanged.
+  JSON.parse = function (this: unknown, text: string, reviver?: Parameters<typeof parse>[1]) {
+    if (typeof text === "string" && text.length > 1_000_000) seen.add(text)
+    return parse.call(JSON, text, reviver)
+  } as typeof JSON.parse
+  t.teardown(() => {
+    JSON.parse = parse
+  })
+  const cases: Array<[string, string]> = [
+    ["in params.metadata", `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"a","metadata":{"deep":${nested(520_000)}}}}`],
+    ["in an envelope member besides params", `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"a"},"extra":${nested(520_000)}}`],
+    ["as the whole body", nested(520_000)],
+  ]
+  for (const [where, body] of cases) {
+    t.ok(body.length > 1_000_000 && body.length < 1024 * 1024, `${where}: ${body.length} bytes, under the body limit`)
+    const answer = await inject(srv, body)
+    t.equal(answer.status, 200, `${where}: HTTP 200`)
+    t.match(parse(answer.body), { jsonrpc: "2.0", id: null, error: { code: -32602, message: "Invalid params: params nests deeper than 64 levels" } }, `${where}: -32602`)
+    t.notOk(seen.has(body), `${where}: JSON.parse never saw the body`)
+  }
+})
+
 t.test("a task accepted with deeply nested metadata can still be read and listed", async (t) => {
   // Depths a store copy may handle once but not twice: accepting such a task must not break reading it, or listing the others.
   for (const depth of [1000, 2500, 3500]) {

@@ -2,6 +2,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from "ajv"
 import { normalizeTimestamp, TIMESTAMP_EXAMPLE } from "../timestamp.js"
 import type { JsonObject } from "../types.js"
 import { decodePageToken, MAX_PAGE_SIZE, type TaskQuery } from "../stores/list.js"
+import { MAX_DEPTH } from "./depth.js"
 import { A2AError } from "./errors.js"
 import { stateFromWire, type WireMessage, type WireVersion } from "./wire.js"
 
@@ -18,8 +19,6 @@ import { stateFromWire, type WireMessage, type WireVersion } from "./wire.js"
 /** Bounds that keep a single request from holding unbounded memory or CPU. */
 const MAX_ID = 1024
 const MAX_PARTS = 1000
-/** Deeper values are refused: copying or serializing them later would overflow the stack. */
-const MAX_DEPTH = 64
 
 const metadata = { type: "object" } as const
 const id = { type: "string", minLength: 1, maxLength: MAX_ID } as const
