@@ -2,23 +2,13 @@ import t from "tap"
 import { TaskEvents } from "../lib/a2a/events.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
 import { createLocalClient } from "../lib/client/client.js"
-import type { A2ATask } from "../lib/types.js"
-import { deferred, memoryLogger, RecordingStore, userMessage, waitFor } from "./helpers.js"
+import { deferred, holdSavesOf, memoryLogger, RecordingStore, userMessage, waitFor } from "./helpers.js"
 
 /** A queued Task canceled while a slot frees: the queue must lose that Task only. */
 
 t.test("canceling a queued Task while the queue moves on leaves the other queued Tasks queued", async (t) => {
   const store = new RecordingStore()
-  const original = store.save.bind(store)
-  const cancelSave = deferred()
-  let cancelSaving = false
-  store.save = async (task: A2ATask) => {
-    if (task.status.state === "canceled") {
-      cancelSaving = true
-      await cancelSave.promise
-    }
-    await original(task)
-  }
+  const cancelSave = holdSavesOf(store, "canceled")
   // Each prompt's answer waits for its own gate, so the test decides when a slot frees.
   const gates = new Map<string, ReturnType<typeof deferred<string>>>()
   const gate = (prompt: string) => {
@@ -37,12 +27,12 @@ t.test("canceling a queued Task while the queue moves on leaves the other queued
   await waitFor(() => store.statesOf(a.task.id).includes("working"), 5000, "a to be working")
 
   const cancel = runner.cancel(b.task.id)
-  await waitFor(() => cancelSaving, 5000, "b's cancel save to start")
+  await waitFor(cancelSave.started, 5000, "b's cancel save to start")
   // The slot frees while b's cancel is still being saved: the queue moves past b to c.
   gate("a").resolve("done a")
   await a.settled
   await waitFor(() => store.statesOf(c.task.id).includes("working"), 5000, "c to be working")
-  cancelSave.resolve()
+  cancelSave.release()
   const canceled = await cancel
   t.equal(canceled.status.state, "canceled")
   t.equal((await b.settled).status.state, "canceled", "whoever waits on b learns it was canceled")

@@ -46,6 +46,24 @@ export class RecordingStore extends InMemoryTaskStore {
   }
 }
 
+/**
+ * Holds every save of a Task in `state` on `store` until `release()`: the
+ * test decides when that save lands. `started()` says whether one is waiting.
+ */
+export function holdSavesOf(store: RecordingStore, state: TaskState): { started: () => boolean; release: () => void } {
+  const original = store.save.bind(store)
+  const gate = deferred()
+  let started = false
+  store.save = async (task: A2ATask) => {
+    if (task.status.state === state) {
+      started = true
+      await gate.promise
+    }
+    await original(task)
+  }
+  return { started: () => started, release: () => gate.resolve() }
+}
+
 /** A RecordingStore with a switch: while `failing` is set, saves reject (and are not recorded); reads still work. */
 export class FlakyStore extends RecordingStore {
   failing = false

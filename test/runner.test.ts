@@ -2,28 +2,18 @@ import t from "tap"
 import { TaskEvents } from "../lib/a2a/events.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
 import { createLocalClient } from "../lib/client/client.js"
-import type { A2ATask } from "../lib/types.js"
-import { deferred, FlakyStore, memoryLogger, RecordingStore, userMessage, waitFor } from "./helpers.js"
+import { deferred, FlakyStore, holdSavesOf, memoryLogger, RecordingStore, userMessage, waitFor } from "./helpers.js"
 
 /** TaskRunner on its own, without a dispatcher: a cancel meeting the run's final save. */
 
 t.test("a cancel arriving while the final save is in flight does not save a second final state", async (t) => {
   const slowCompleted = new RecordingStore()
-  const original = slowCompleted.save.bind(slowCompleted)
-  const release = deferred()
-  let completing = false
-  slowCompleted.save = async (task: A2ATask) => {
-    if (task.status.state === "completed") {
-      completing = true
-      await release.promise
-    }
-    await original(task)
-  }
+  const completedSave = holdSavesOf(slowCompleted, "completed")
   const runner = new TaskRunner({ store: slowCompleted, client: createLocalClient(() => "answer"), log: memoryLogger(), events: new TaskEvents() })
   const started = await runner.start(userMessage("x") as never)
-  await waitFor(() => completing, 5000, "the completed save to start")
+  await waitFor(completedSave.started, 5000, "the completed save to start")
   const cancel = runner.cancel(started.task.id) // while the completed save is in flight
-  release.resolve()
+  completedSave.release()
   await t.rejects(cancel, { code: -32002 })
   await started.settled
   t.same(slowCompleted.statesOf(started.task.id), ["submitted", "working", "completed"])
