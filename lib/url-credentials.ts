@@ -18,13 +18,18 @@ export function withoutPassword(text: string): string {
   return text.replace(/\/\/([^:/@]*):[^@/]*@/, "//$1:***@")
 }
 
-/** An http(s) URL naming no user or password: fit to be published, as on the agent card. */
-export function isPlainHttpUrl(value: unknown): boolean {
+/** True when `value` parses as an http: or https: URL. */
+export function isHttpUrl(value: unknown): value is string {
   if (typeof value !== "string") return false
   try {
-    const { protocol, username, password } = new URL(value)
-    return (protocol === "http:" || protocol === "https:") && username === "" && password === ""
+    const { protocol } = new URL(value)
+    return protocol === "http:" || protocol === "https:"
   } catch {
     return false
   }
+}
+
+/** An http(s) URL naming no user or password: fit to be published, as on the agent card. */
+export function isPlainHttpUrl(value: unknown): boolean {
+  return isHttpUrl(value) && !hasCredentials(value)
 }

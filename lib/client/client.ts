@@ -3,7 +3,7 @@ import type { JsonObject } from "../types.js"
 import { anthropicModel } from "../models/anthropic.js"
 import { DEFAULT_RETRY } from "../models/http.js"
 import { openAIModel } from "../models/openai.js"
-import { hasCredentials, withoutPassword } from "../url-credentials.js"
+import { hasCredentials, isHttpUrl, withoutPassword } from "../url-credentials.js"
 import { usageFrom, type ChatMessage, type Model, type ModelToolCall, type ModelTurn, type ToolCall, type Usage } from "../models/model.js"
 
 export interface ToolCallRecord extends ToolCall {
@@ -253,16 +253,6 @@ function checkOptionalPositiveInteger(fn: string, name: string, value: unknown):
 function checkOptionalNonNegativeInteger(fn: string, name: string, value: unknown): void {
   if (value !== undefined && !(Number.isInteger(value) && (value as number) >= 0)) {
     throw new TypeError(`${fn}: opts.${name} should be a non-negative integer, got ${JSON.stringify(value)}`)
-  }
-}
-
-function isHttpUrl(value: unknown): boolean {
-  if (typeof value !== "string") return false
-  try {
-    const { protocol } = new URL(value)
-    return protocol === "http:" || protocol === "https:"
-  } catch {
-    return false
   }
 }
 
