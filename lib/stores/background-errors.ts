@@ -1,3 +1,5 @@
+import type { RetentionOptions } from "./retention.js"
+
 /** What a store was doing when a failure no caller sees happened. */
 export interface StoreErrorContext {
   /** The store's class name, e.g. "PostgresTaskStore". */
@@ -5,9 +7,10 @@ export interface StoreErrorContext {
   /**
    * `"list"`: a stored Task that cannot be read was left out of a listing;
    * `"watch"`: the change feed dropped or failed to come back, or a watcher threw;
-   * `"connection"`: an idle connection failed or closed (the next call reconnects).
+   * `"connection"`: an idle connection failed or closed (the next call reconnects);
+   * `"retention"`: a background sweep of expired finished Tasks failed (the next one tries again).
    */
-  operation: "list" | "watch" | "connection"
+  operation: "list" | "watch" | "connection" | "retention"
   /** The Task concerned, when there is one and its id is known. */
   taskId?: string
 }
@@ -24,6 +27,8 @@ export interface TaskStoreOptions {
    * TaskStoreWarning, code TOOLNEXUS_STORE_ERROR), which Node prints to stderr.
    */
   onError?: StoreErrorHandler
+  /** Deletes finished Tasks older than `terminalTtl` in the background; omitted, finished Tasks are kept. */
+  retention?: RetentionOptions
 }
 
 /** A store's background failure as a line. */
