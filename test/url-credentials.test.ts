@@ -1,8 +1,9 @@
 import { spawn } from "node:child_process"
+import pg from "pg"
 import t from "tap"
 import { createClient } from "../lib/client/client.js"
 import { hasCredentials, withoutPassword } from "../lib/url-credentials.js"
-import { CLI_BIN, ROOT, startCli } from "./helpers.js"
+import { CLI_BIN, PG_URL, ROOT, startCli } from "./helpers.js"
 
 const PASSWORD = "pw-s3cret-0123456789"
 
@@ -60,6 +61,12 @@ t.test("the toolnexus command refuses a --base-url with a password as a usage er
 
 t.test("the toolnexus command's start-up line shows a postgres store without its password", async (t) => {
   const storeUrl = "postgres://postgres:pw@127.0.0.1:5432/test?table=toolnexus_url_credentials_test"
+  t.teardown(async () => {
+    // The command created its tables on start: leave the test database as it was.
+    const admin = new pg.Pool({ connectionString: PG_URL, max: 1 })
+    await admin.query(`DROP TABLE IF EXISTS "toolnexus_url_credentials_test"`)
+    await admin.end()
+  })
   const { child, lines } = await startCli(t, ["--port", "0", "--store", storeUrl, "--log-format", "json"])
   const listening = lines.find((line) => line.msg === "toolnexus agent listening")
   t.equal(listening?.store, "postgres://postgres:***@127.0.0.1:5432/test?table=toolnexus_url_credentials_test")

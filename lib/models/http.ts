@@ -210,14 +210,19 @@ function parseJson(text: string): unknown {
   }
 }
 
-/** The provider's own words: `{error:{message}}` (OpenAI, Anthropic), `{error:"..."}` or `{message}`, else the raw text. */
+/** How much of a provider's own error message is kept: enough for its longest usual ones (a context-length refusal). */
+const PROVIDER_MESSAGE_MAX = 1000
+
+/**
+ * The provider's own words: `{error:{message}}` (OpenAI, Anthropic), `{error:"..."}` or `{message}`,
+ * else the raw text; cut either way, since the body (and so a failed Task's status.message) is the endpoint's choice.
+ */
 function providerMessage(text: string): string {
   const answer = parseJson(text)
   if (isObject(answer)) {
     const { error, message } = answer
-    if (typeof error === "string") return error
-    if (isObject(error) && typeof error.message === "string") return error.message
-    if (typeof message === "string") return message
+    const words = typeof error === "string" ? error : isObject(error) && typeof error.message === "string" ? error.message : typeof message === "string" ? message : undefined
+    if (words !== undefined) return snippet(words, PROVIDER_MESSAGE_MAX)
   }
   return snippet(text) || "(empty body)"
 }
