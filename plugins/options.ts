@@ -1,7 +1,7 @@
 import type { FastifyRequest } from "fastify"
 import type { AuthSettings } from "../lib/a2a/auth.js"
 import { checkCardOptions, type CardOptions } from "../lib/a2a/card.js"
-import { ABORT_WAIT_MS } from "../lib/a2a/runner.js"
+import { ABORT_WAIT_MS, MAX_TIMER_MS } from "../lib/a2a/runner.js"
 import type { Client } from "../lib/client/client.js"
 import { errorFields, type Logger } from "../lib/log.js"
 import type { StoreErrorHandler } from "../lib/stores/background-errors.js"
@@ -62,8 +62,6 @@ export const DEFAULT_STREAM_HEARTBEAT_MS = 15_000
 export const CLOSE_MARGIN_MS = ABORT_WAIT_MS + 1000
 /** Fastify's own pluginTimeout default; serve() never sets less. */
 export const FASTIFY_PLUGIN_TIMEOUT_MS = 10_000
-/** Node's longest timer: a pluginTimeout past it would fire at once. */
-const MAX_TIMER_MS = 2 ** 31 - 1
 
 /**
  * The grace the plugin's preClose hook can take: Fastify ends each preClose

@@ -31,3 +31,27 @@ t.test("a cancel whose save fails is an error to the peer, and the final save is
   await waitFor(() => store.statesOf(started.task.id).includes("canceled"), 10_000, "the retried save")
   t.same(store.statesOf(started.task.id), ["submitted", "working", "canceled"])
 })
+
+t.test("a grace past Node's longest timer waits for the work instead of aborting it at once", async (t) => {
+  const store = new RecordingStore()
+  const hold = deferred<string>()
+  let aborted = false
+  const runner = new TaskRunner({
+    store,
+    client: createLocalClient(({ signal }) => {
+      signal?.addEventListener("abort", () => (aborted = true))
+      return hold.promise
+    }),
+    log: memoryLogger(),
+    events: new TaskEvents(),
+  })
+  const started = await runner.start(userMessage("x") as never)
+  await waitFor(() => store.statesOf(started.task.id).includes("working"))
+  const stopped = runner.stop(3e9) // ~35 days: setTimeout would clamp it to 1 ms
+  // A timer due later than 1 ms: the clamped one, had it been set, fires first.
+  await new Promise((resolve) => setTimeout(resolve, 20))
+  t.equal(aborted, false, "the run was not aborted")
+  hold.resolve("done")
+  await stopped
+  t.same(store.statesOf(started.task.id), ["submitted", "working", "completed"])
+})

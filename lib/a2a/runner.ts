@@ -81,6 +81,8 @@ const CONTEXT_MESSAGES = 50
 
 /** How long stop() waits for aborted work to end before it saves those Tasks failed itself. */
 export const ABORT_WAIT_MS = 1000
+/** Node's longest timer (2^31 - 1 ms, about 24.8 days): a longer one fires at once. */
+export const MAX_TIMER_MS = 2 ** 31 - 1
 
 /** Tries of a final save, the first included: then 0.5 s, 1 s, 2 s … later, about a minute in all. */
 const FINAL_SAVE_ATTEMPTS = 8
@@ -426,9 +428,11 @@ export class TaskRunner {
 
   private async allSettledWithin(ms: number): Promise<boolean> {
     if (this.running.size === 0) return true
+    const done = Promise.all([...this.running.values()].map((r) => r.settled)).then(() => true)
+    // A timer past Node's longest fires at once (with a warning): a grace that long means waiting for the work to end.
+    if (ms > MAX_TIMER_MS) return done
     let timer: NodeJS.Timeout | undefined
     const timeout = new Promise<false>((resolve) => (timer = setTimeout(resolve, ms, false)))
-    const done = Promise.all([...this.running.values()].map((r) => r.settled)).then(() => true)
     try {
       return await Promise.race([done, timeout])
     } finally {
