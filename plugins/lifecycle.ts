@@ -47,7 +47,7 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
   })
   const follower = new StoreFollower({ store, runner, log })
   const streams = new StreamSlots({ maxStreams: opts.maxStreams, maxStreamsPerPrincipal: opts.maxStreamsPerPrincipal })
-  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower, streams })
+  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower, streams, unownedTasksBelongTo: opts.auth?.unownedTasksBelongTo })
   const recovery = new RecoveryService({ store, self: runner.self, log, leaseTtlMs: opts.leaseTtlMs, checkIntervalMs: opts.recoveryIntervalMs })
   const closing = new AbortController()
   return {

@@ -61,6 +61,8 @@ interface DispatcherOptions {
   follower: StoreFollower
   /** The open-stream caps; a StreamSlots with the default caps when omitted. */
   streams?: StreamSlots
+  /** With authentication: the principal that owns the Tasks saved without an owner; omitted, nobody does. */
+  unownedTasksBelongTo?: string
 }
 
 /** What a handler works with and may note about its call. */
@@ -209,9 +211,9 @@ export class JsonRpcDispatcher {
           `Task ${truncate(existing.id)} is ${existing.status.state} and takes no further messages; send a message without taskId to start a new task`,
         )
       }
-      started = await this.opts.runner.resume(existing, message, { principal: call.principal, watch })
+      started = await this.opts.runner.resume(existing, message, { principal: call.principal, historyOwners: this.ownersVisibleTo(call), watch })
     } else {
-      started = await this.opts.runner.start(message, { principal: call.principal, watch })
+      started = await this.opts.runner.start(message, { principal: call.principal, historyOwners: this.ownersVisibleTo(call), watch })
     }
     call.taskId = started.task.id
     return started
@@ -230,7 +232,7 @@ export class JsonRpcDispatcher {
       throw A2AError.taskNotFound(id)
     }
     const answer = this.rendered.answer(id, text, `${call.codec.version} ${historyLength ?? ""}`, render)
-    if (!mayRead(call.principal, answer.owner)) throw A2AError.taskNotFound(id)
+    if (!mayRead(this.ownersVisibleTo(call), answer.owner)) throw A2AError.taskNotFound(id)
     return { resultJson: answer.json }
   }
 
@@ -238,7 +240,7 @@ export class JsonRpcDispatcher {
     const { store } = this.opts
     if (!store.list) throw new A2AError(ErrorCode.UnsupportedOperation, "ListTasks is not supported: this agent's task store cannot list tasks")
     const { query, historyLength } = parseListTasksQuery(raw, call.codec.version)
-    const page = await store.list({ ...query, owners: ownersVisibleTo(call.principal) })
+    const page = await store.list({ ...query, owners: this.ownersVisibleTo(call) })
     return {
       result: {
         tasks: page.tasks.map((task) => call.codec.task(withHistoryLength(task, historyLength))),
@@ -300,8 +302,13 @@ export class JsonRpcDispatcher {
   /** The Task, if it exists and the caller may see it; "not found" otherwise, so ids of others' Tasks reveal nothing. */
   private async read(id: string, call: Call): Promise<A2ATask> {
     const task = await this.opts.store.get(id)
-    if (task === undefined || !isVisibleTo(task, call.principal)) throw A2AError.taskNotFound(id)
+    if (task === undefined || !isVisibleTo(task, this.ownersVisibleTo(call))) throw A2AError.taskNotFound(id)
     return task
+  }
+
+  /** Whose Tasks the caller may see, read, list, continue and cancel, and have its model read: ownersVisibleTo's rule. */
+  private ownersVisibleTo(call: Call): Array<string | null> | undefined {
+    return ownersVisibleTo(call.principal, this.opts.unownedTasksBelongTo)
   }
 
   /** Any failure as the error the peer gets; the unexpected ones are logged in full and answered in general terms. */
