@@ -33,7 +33,18 @@ const agent = await toolkit.serve(`${config.host.includes(":") ? `[${config.host
   timeouts: config.timeouts,
   logger: log,
 })
-log.info({ url: agent.url, store: withoutPassword(config.store), model: client.model, auth: config.tokens ? "tokens" : "none" }, "toolnexus agent listening")
+log.info(
+  {
+    url: agent.url,
+    store: withoutPassword(config.store),
+    model: client.model,
+    auth: config.tokens ? "tokens" : "none",
+    ...(config.unownedTasksBelongTo && { unownedTasksBelongTo: config.unownedTasksBelongTo }),
+    ...(config.timeouts && { timeouts: config.timeouts }),
+    ...config.streams,
+  },
+  "toolnexus agent listening",
+)
 if (!config.model) {
   log.warn({ model: client.model }, "no model configured: serving an offline echo agent; set --base-url and --model (and TOOLNEXUS_API_KEY) to serve a real one")
 }
