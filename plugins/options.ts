@@ -31,7 +31,8 @@ export interface ToolnexusA2AOptions extends CardOptions {
   /**
    * Authentication: `{ tokens: { "<secret>": "<principal>" } }` (sent as `Authorization: Bearer` or
    * `x-api-key`) and/or `verify(request)` returning a principal. Each principal sees only its own
-   * Tasks. Omitted: no authentication, every peer sees every Task.
+   * Tasks; those saved before authentication was on belong to nobody, or to `unownedTasksBelongTo`
+   * alone. Omitted: no authentication, every peer sees every Task.
    */
   auth?: AuthSettings<FastifyRequest>
   /** Tasks run at once; more wait, still `submitted` (default 32). */
