@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util"
 import { createClient, createLocalClient, type Client, type ClientOptions } from "./client/client.js"
+import { parseDuration } from "./duration.js"
 import { isPlainHttpUrl, withoutPassword } from "./url-credentials.js"
 
 /** How the command writes its logs: pino-pretty's lines for a person, or pino's JSON lines for a collector. */
@@ -17,6 +18,12 @@ interface CliConfig {
   model?: Pick<ClientOptions, "baseUrl" | "style" | "model" | "apiKey">
   /** secret → principal, from TOOLNEXUS_TOKENS; absent means no authentication. */
   tokens?: Record<string, string>
+  /** The principal that owns the Tasks created before authentication was on; absent, nobody does. */
+  unownedTasksBelongTo?: string
+  /** serve()'s timeouts in ms, those the flags set; absent ones keep serve()'s defaults. */
+  timeouts?: { requestMs?: number; headersMs?: number; idleMs?: number }
+  /** Plugin limits on streams, those the flags set (named as the plugin options); absent ones keep the plugin's defaults. */
+  streams?: { maxStreams?: number; maxStreamsPerPrincipal?: number; streamHeartbeatMs?: number }
   logFormat: LogFormat
 }
 
@@ -39,6 +46,23 @@ Serves an A2A agent over JSON-RPC. Flags win over environment variables.
   --model MODEL        model name (TOOLNEXUS_MODEL)
   --log-format FORMAT  "pretty" or "json" (TOOLNEXUS_LOG_FORMAT; default pretty on a terminal,
                        JSON lines otherwise)
+
+Limits (durations in ms, or with a unit: "30s", "2m", "500ms"):
+  --request-timeout D  a whole request, headers and body, must arrive within D or gets 408
+                       (TOOLNEXUS_REQUEST_TIMEOUT, default 30s)
+  --headers-timeout D  its headers within D, at most the request timeout
+                       (TOOLNEXUS_HEADERS_TIMEOUT, default 10s)
+  --idle-timeout D     a kept-alive connection idle for D is closed (TOOLNEXUS_IDLE_TIMEOUT, default 72s)
+  --max-streams N      SSE streams open at once, in total (TOOLNEXUS_MAX_STREAMS, default 1000)
+  --max-streams-per-principal N
+                       ... per principal, or per client address without tokens
+                       (TOOLNEXUS_MAX_STREAMS_PER_PRINCIPAL, default 100)
+  --stream-heartbeat D a ": keep-alive" comment on each open stream every D
+                       (TOOLNEXUS_STREAM_HEARTBEAT, default 15s)
+  --unowned-tasks-belong-to PRINCIPAL
+                       with TOOLNEXUS_TOKENS: the principal that owns the Tasks saved before
+                       authentication was on (TOOLNEXUS_UNOWNED_TASKS_BELONG_TO; default: nobody,
+                       they answer "task not found" to every principal)
   -h, --help           this text
 
 Secrets come from the environment only (never flags, so they stay out of ps):
@@ -61,6 +85,13 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
       style: { type: "string" },
       model: { type: "string" },
       "log-format": { type: "string" },
+      "request-timeout": { type: "string" },
+      "headers-timeout": { type: "string" },
+      "idle-timeout": { type: "string" },
+      "max-streams": { type: "string" },
+      "max-streams-per-principal": { type: "string" },
+      "stream-heartbeat": { type: "string" },
+      "unowned-tasks-belong-to": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -81,6 +112,30 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
   }
   const logFormat = values["log-format"] ?? env.TOOLNEXUS_LOG_FORMAT ?? (stdoutIsTTY ? "pretty" : "json")
   if (logFormat !== "pretty" && logFormat !== "json") throw new Error(`--log-format should be "pretty" or "json", got ${JSON.stringify(logFormat)}`)
+  const setting = (flag: keyof typeof values) => {
+    const text = (values[flag] as string | undefined) ?? env[`TOOLNEXUS_${flag.replaceAll("-", "_").toUpperCase()}`]
+    return text === "" ? undefined : text
+  }
+  const timeouts = definedOnly({
+    requestMs: durationFlag("request-timeout", setting("request-timeout")),
+    headersMs: durationFlag("headers-timeout", setting("headers-timeout")),
+    idleMs: durationFlag("idle-timeout", setting("idle-timeout")),
+  })
+  if (timeouts?.headersMs !== undefined && timeouts.requestMs !== undefined && timeouts.headersMs > timeouts.requestMs) {
+    throw new Error(`--headers-timeout (${timeouts.headersMs} ms) should be at most --request-timeout (${timeouts.requestMs} ms)`)
+  }
+  const streams = definedOnly({
+    maxStreams: countFlag("max-streams", setting("max-streams")),
+    maxStreamsPerPrincipal: countFlag("max-streams-per-principal", setting("max-streams-per-principal")),
+    streamHeartbeatMs: durationFlag("stream-heartbeat", setting("stream-heartbeat")),
+  })
+  const tokens = env.TOOLNEXUS_TOKENS ? parseTokens(env.TOOLNEXUS_TOKENS) : undefined
+  const unownedTasksBelongTo = setting("unowned-tasks-belong-to")
+  if (unownedTasksBelongTo !== undefined && !(tokens && Object.values(tokens).includes(unownedTasksBelongTo))) {
+    throw new Error(
+      `--unowned-tasks-belong-to should name a principal of TOOLNEXUS_TOKENS (${tokens ? [...new Set(Object.values(tokens))].join(", ") : "not set: without authentication every peer sees every Task"}), got ${JSON.stringify(unownedTasksBelongTo)}`,
+    )
+  }
   return {
     host: values.host ?? env.TOOLNEXUS_HOST ?? "127.0.0.1",
     port,
@@ -88,9 +143,39 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     name: values.name ?? env.TOOLNEXUS_NAME ?? "toolnexus agent",
     ...(publicUrl ? { publicUrl } : {}),
     ...(baseUrl && model ? { model: { baseUrl, style, model, apiKey: env.TOOLNEXUS_API_KEY } } : {}),
-    ...(env.TOOLNEXUS_TOKENS ? { tokens: parseTokens(env.TOOLNEXUS_TOKENS) } : {}),
+    ...(tokens ? { tokens } : {}),
+    ...(unownedTasksBelongTo !== undefined ? { unownedTasksBelongTo } : {}),
+    ...(timeouts ? { timeouts } : {}),
+    ...(streams ? { streams } : {}),
     logFormat,
   }
+}
+
+/** Node's longest timer: a longer heartbeat would fire at once. */
+const MAX_TIMER_MS = 2 ** 31 - 1
+
+/** A duration flag in whole milliseconds, 1 ms to ~24.8 days: digits are ms, or digits with ms, s, m, h or d. Throws naming the flag. */
+function durationFlag(flag: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined
+  const ms = /^\s*\d+\s*$/.test(text) ? Number(text) : parseDuration(text)
+  if (ms === undefined || !Number.isInteger(ms) || ms < 1 || ms > MAX_TIMER_MS) {
+    throw new Error(`--${flag} should be a duration from 1 ms to 24 days: milliseconds, or with a unit such as "30s", "2m", "500ms", got ${JSON.stringify(text)}`)
+  }
+  return ms
+}
+
+/** A count flag: a whole number of 1 or more. Throws naming the flag. */
+function countFlag(flag: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined
+  const count = Number(text)
+  if (!/^\s*\d+\s*$/.test(text) || !Number.isSafeInteger(count) || count < 1) throw new Error(`--${flag} should be a whole number of 1 or more, got ${JSON.stringify(text)}`)
+  return count
+}
+
+/** The object without its undefined fields; undefined when none is left. */
+function definedOnly<T extends Record<string, number | undefined>>(fields: T): Partial<T> | undefined {
+  const set = Object.entries(fields).filter(([, value]) => value !== undefined)
+  return set.length === 0 ? undefined : (Object.fromEntries(set) as Partial<T>)
 }
 
 /** "secret=principal,secret2=principal2" as a table; the secrets never appear in an error. */

@@ -82,29 +82,34 @@ export function publicMetadata(task: A2ATask): JsonObject | undefined {
  * Task matches no owner a query names, so no principal sees it.
  */
 export function ownerOf(task: A2ATask): string | null | false {
-  const owner: unknown = internalsOf(task).principal
-  return owner === undefined ? null : typeof owner === "string" ? owner : false
+  return ownerFromField(internalsOf(task).principal)
+}
+
+function ownerFromField(field: unknown): string | null | false {
+  return field === undefined ? null : typeof field === "string" ? field : false
 }
 
 /**
- * The owners whose Tasks `principal` may list, as a store query's `owners`:
- * its own and those created without authentication; everyone's (no owner
- * filter) when the server has no authentication. The rule of isVisibleTo.
+ * Who sees what, the one rule: the owners whose Tasks `principal` may see,
+ * as a store query's `owners`. Without authentication (`principal`
+ * undefined), every owner's (no filter). With it, the principal's own; the
+ * Tasks without an owner (saved before authentication was on) belong to
+ * nobody, unless the operator named their owner (`unownedTasksBelongTo`):
+ * then to that principal alone. They are never shared.
  */
-export function ownersVisibleTo(principal: string | undefined): Array<string | null> | undefined {
-  return principal === undefined ? undefined : [principal, null]
+export function ownersVisibleTo(principal: string | undefined, unownedTasksBelongTo?: string): Array<string | null> | undefined {
+  if (principal === undefined) return undefined
+  return principal === unownedTasksBelongTo ? [principal, null] : [principal]
 }
 
-/**
- * Who may see a Task: with authentication, the principal that created it
- * (and anyone, for Tasks created without authentication); without
- * authentication (`principal` undefined), everyone.
- */
-export function isVisibleTo(task: A2ATask, principal: string | undefined): boolean {
-  return principal === undefined || mayRead(principal, internalsOf(task).principal)
+/** Whether a Task is among `owners` (what ownersVisibleTo gives; undefined: every owner). */
+export function isVisibleTo(task: A2ATask, owners: ReadonlyArray<string | null> | undefined): boolean {
+  return mayRead(owners, internalsOf(task).principal)
 }
 
-/** The same rule, given the Task's owner (its internals' principal). */
-export function mayRead(principal: string | undefined, owner: string | undefined): boolean {
-  return principal === undefined || owner === undefined || owner === principal
+/** The same rule, given the Task's internals' principal field as it is stored (undefined for an unowned Task). */
+export function mayRead(owners: ReadonlyArray<string | null> | undefined, principalField: unknown): boolean {
+  if (owners === undefined) return true
+  const owner = ownerFromField(principalField)
+  return owner !== false && owners.includes(owner)
 }

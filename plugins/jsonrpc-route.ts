@@ -29,6 +29,7 @@ export function jsonRpcHandler({ dispatcher, closing, principalOf, heartbeatMs }
       version: request.headers["a2a-version"],
       endSignal,
       principal: principalOf?.(request),
+      address: request.ip,
     })
     const logLine = () =>
       request.log.info(

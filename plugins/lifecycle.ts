@@ -3,6 +3,7 @@ import { StoreFollower } from "../lib/a2a/follower.js"
 import { JsonRpcDispatcher } from "../lib/a2a/jsonrpc.js"
 import { RecoveryService } from "../lib/a2a/recovery.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
+import { StreamSlots } from "../lib/a2a/stream-slots.js"
 import type { Logger } from "../lib/log.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import { CLOSE_MARGIN_MS, DEFAULT_SHUTDOWN_GRACE_MS, graceWithin, openStore, type ToolnexusA2AOptions } from "./options.js"
@@ -45,7 +46,8 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
     maxQueued: opts.maxQueuedTasks,
   })
   const follower = new StoreFollower({ store, runner, log })
-  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower })
+  const streams = new StreamSlots({ maxStreams: opts.maxStreams, maxStreamsPerPrincipal: opts.maxStreamsPerPrincipal })
+  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower, streams, unownedTasksBelongTo: opts.auth?.unownedTasksBelongTo })
   const recovery = new RecoveryService({ store, self: runner.self, log, leaseTtlMs: opts.leaseTtlMs, checkIntervalMs: opts.recoveryIntervalMs })
   const closing = new AbortController()
   return {

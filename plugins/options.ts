@@ -31,7 +31,8 @@ export interface ToolnexusA2AOptions extends CardOptions {
   /**
    * Authentication: `{ tokens: { "<secret>": "<principal>" } }` (sent as `Authorization: Bearer` or
    * `x-api-key`) and/or `verify(request)` returning a principal. Each principal sees only its own
-   * Tasks. Omitted: no authentication, every peer sees every Task.
+   * Tasks; those saved before authentication was on belong to nobody, or to `unownedTasksBelongTo`
+   * alone. Omitted: no authentication, every peer sees every Task.
    */
   auth?: AuthSettings<FastifyRequest>
   /** Tasks run at once; more wait, still `submitted` (default 32). */
@@ -51,6 +52,13 @@ export interface ToolnexusA2AOptions extends CardOptions {
   leaseTtlMs?: number
   /** How often an open SSE stream gets a `: keep-alive` comment, so proxies keep it and a dead peer is found (default 15000 ms). */
   streamHeartbeatMs?: number
+  /** Streams (SendStreamingMessage, SubscribeToTask) open at once; past it a new one is refused with -32603 (default 1000, about 20 MB). */
+  maxStreams?: number
+  /**
+   * Streams open at once per principal, or per client address without `auth` (`request.ip`: behind a proxy,
+   * set trustProxy or every peer shares the proxy's count); past it a new one is refused with -32603 (default 100).
+   */
+  maxStreamsPerPrincipal?: number
 }
 
 /** The defaults the plugin itself applies; the runner and recovery apply their own to the options they take. */
@@ -105,7 +113,7 @@ export function checkOptions(opts: ToolnexusA2AOptions): void {
   if (opts.bodyLimit !== undefined && !(Number.isInteger(opts.bodyLimit) && opts.bodyLimit > 0)) {
     throw new TypeError("toolnexus: opts.bodyLimit should be a positive integer number of bytes")
   }
-  for (const key of ["maxRunningTasks", "maxQueuedTasks", "leaseTtlMs", "recoveryIntervalMs", "streamHeartbeatMs"] as const) {
+  for (const key of ["maxRunningTasks", "maxQueuedTasks", "leaseTtlMs", "recoveryIntervalMs", "streamHeartbeatMs", "maxStreams", "maxStreamsPerPrincipal"] as const) {
     if (opts[key] !== undefined && !(Number.isInteger(opts[key]) && opts[key] > 0)) throw new TypeError(`toolnexus: opts.${key} should be a positive integer`)
   }
   if (opts.rateLimit !== undefined && !(Number.isInteger(opts.rateLimit?.max) && opts.rateLimit.max > 0 && opts.rateLimit.timeWindow !== undefined)) {

@@ -2,7 +2,7 @@ import type { ServerOptions } from "node:http"
 
 /** How long a peer may take at each stage of an HTTP request before serve() closes its connection. */
 export interface ServerTimeouts {
-  /** Receiving the whole request, headers and body (Node's requestTimeout); a body dribbled slower is cut off with 408. Default 30000. */
+  /** Receiving the whole request, headers and body (Node's requestTimeout); a body dribbled slower is cut off with 408. Default 30000, or headersMs when that is longer. */
   requestMs?: number
   /** Receiving the request headers (Node's headersTimeout); at most requestMs. Default 10000. */
   headersMs?: number
@@ -20,7 +20,9 @@ export function timeoutOptions(timeouts: ServerTimeouts | undefined): { requestT
   if (timeouts !== undefined && (typeof timeouts !== "object" || timeouts === null)) {
     throw new TypeError(`serve: timeouts should be an object { requestMs?, headersMs?, idleMs? }`)
   }
-  const requestMs = positiveMs("requestMs", timeouts?.requestMs ?? DEFAULT_TIMEOUTS.requestMs)
+  // Headers alone asked longer than the default whole request: the whole request gets at least as long.
+  const headersAsked = typeof timeouts?.headersMs === "number" ? timeouts.headersMs : 0
+  const requestMs = positiveMs("requestMs", timeouts?.requestMs ?? Math.max(DEFAULT_TIMEOUTS.requestMs, headersAsked))
   const headersMs = positiveMs("headersMs", timeouts?.headersMs ?? Math.min(DEFAULT_TIMEOUTS.headersMs, requestMs))
   const idleMs = positiveMs("idleMs", timeouts?.idleMs ?? DEFAULT_TIMEOUTS.idleMs)
   if (headersMs > requestMs) throw new RangeError(`serve: timeouts.headersMs (${headersMs}) should be at most timeouts.requestMs (${requestMs})`)

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process"
 import fs from "node:fs"
+import { connect } from "node:net"
 import os from "node:os"
 import path from "node:path"
 import readline from "node:readline"
@@ -11,7 +12,7 @@ import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import { NatsTaskStore } from "../lib/stores/nats.js"
 import { PostgresTaskStore } from "../lib/stores/postgres.js"
 import { resolveStore } from "../lib/stores/resolve.js"
-import { callRpc, CLI_BIN, postRpc, ROOT, rpc, startCli, tmpDir } from "./helpers.js"
+import { callRpc, CLI_BIN, modelServer, postRpc, ROOT, rpc, startCli, tmpDir } from "./helpers.js"
 
 t.test("parseCli: defaults, env and flags", async (t) => {
   t.same(parseCli([], {}), { host: "127.0.0.1", port: 4000, store: "file:./.toolnexus/tasks", name: "toolnexus agent", logFormat: "json" })
@@ -79,6 +80,90 @@ t.test("--help lists every store selector resolveStore accepts, and each example
     t.type(store, classes[i], `${example} opens a ${classes[i].name}`)
     await store.close?.()
   }
+})
+
+t.test("parseCli: timeouts, stream caps and heartbeat from flags or environment, in ms or with a unit", async (t) => {
+  const limits = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
+    const config = parseCli(argv, env)
+    return config === "help" ? undefined : { timeouts: config.timeouts, streams: config.streams }
+  }
+  t.same(limits([]), { timeouts: undefined, streams: undefined }, "none set: serve() and the plugin keep their defaults")
+  t.same(limits(["--request-timeout", "45s", "--headers-timeout", "5000", "--idle-timeout", "2m", "--max-streams", "200", "--max-streams-per-principal", "20", "--stream-heartbeat", "500ms"]), {
+    timeouts: { requestMs: 45_000, headersMs: 5000, idleMs: 120_000 },
+    streams: { maxStreams: 200, maxStreamsPerPrincipal: 20, streamHeartbeatMs: 500 },
+  })
+  t.same(
+    limits(["--max-streams", "7"], { TOOLNEXUS_MAX_STREAMS: "9", TOOLNEXUS_IDLE_TIMEOUT: "90s", TOOLNEXUS_STREAM_HEARTBEAT: "", TOOLNEXUS_MAX_STREAMS_PER_PRINCIPAL: "3" }),
+    { timeouts: { idleMs: 90_000 }, streams: { maxStreams: 7, maxStreamsPerPrincipal: 3 } },
+    "the flag wins over the environment; an empty variable is unset",
+  )
+  for (const [flag, value] of [
+    ["--request-timeout", "soon"],
+    ["--request-timeout", "0"],
+    ["--headers-timeout=-5s", "-5s"],
+    ["--idle-timeout", "0.5ms"],
+    ["--idle-timeout", "30 seconds"],
+    ["--stream-heartbeat", "25d"],
+  ]) {
+    const argv = flag.includes("=") ? [flag] : [flag, value]
+    t.throws(() => parseCli(argv, {}), new RegExp(`^${flag.split("=")[0]} should be a duration from 1 ms to 24 days: .*got ${JSON.stringify(value)}`), `${flag} ${value}`)
+  }
+  for (const [flag, value] of [["--max-streams", "0"], ["--max-streams", "lots"], ["--max-streams-per-principal", "1.5"], ["--max-streams-per-principal=-1", "-1"]]) {
+    const argv = flag.includes("=") ? [flag] : [flag, value]
+    t.throws(() => parseCli(argv, {}), new RegExp(`^${flag.split("=")[0]} should be a whole number of 1 or more, got`), `${flag} ${value}`)
+  }
+  t.throws(() => parseCli([], { TOOLNEXUS_MAX_STREAMS: "none" }), /^--max-streams should be a whole number/, "a bad variable names its flag too")
+  t.throws(() => parseCli(["--request-timeout", "5s", "--headers-timeout", "6s"], {}), /--headers-timeout \(6000 ms\) should be at most --request-timeout \(5000 ms\)/)
+})
+
+t.test("parseCli: --unowned-tasks-belong-to names a principal of TOOLNEXUS_TOKENS", async (t) => {
+  const tokens = { TOOLNEXUS_TOKENS: "alice-secret-0123456789=alice,bob-secret-0123456789a=bob" }
+  const config = parseCli(["--unowned-tasks-belong-to", "alice"], tokens)
+  t.equal(config !== "help" && config.unownedTasksBelongTo, "alice")
+  const fromEnv = parseCli([], { ...tokens, TOOLNEXUS_UNOWNED_TASKS_BELONG_TO: "bob" })
+  t.equal(fromEnv !== "help" && fromEnv.unownedTasksBelongTo, "bob")
+  t.throws(() => parseCli(["--unowned-tasks-belong-to", "carol"], tokens), /--unowned-tasks-belong-to should name a principal of TOOLNEXUS_TOKENS \(alice, bob\), got "carol"/)
+  t.throws(() => parseCli(["--unowned-tasks-belong-to", "alice"], {}), /TOOLNEXUS_TOKENS \(not set: without authentication every peer sees every Task\)/)
+  t.notMatch(String((() => { try { parseCli(["--unowned-tasks-belong-to", "carol"], tokens) } catch (e) { return e } })()), /secret/, "no secret in the error")
+})
+
+t.test("the toolnexus command applies the stream caps, heartbeat and timeouts it is given", async (t) => {
+  const llm = await modelServer(t, () => "hang") // every task runs until the server stops: its stream stays open
+  const secret = "cli-secret-0123456789abcdef"
+  const { url, lines } = await startCli(
+    t,
+    ["--port", "0", "--store", "memory", "--base-url", llm.url, "--model", "m", "--max-streams-per-principal", "1", "--stream-heartbeat", "50ms", "--headers-timeout", "200ms"],
+    { TOOLNEXUS_TOKENS: `${secret}=ops` },
+  )
+  t.match(lines.find((l) => l.msg === "toolnexus agent listening"), { maxStreamsPerPrincipal: 1, streamHeartbeatMs: 50, timeouts: { headersMs: 200 } }, "the start-up line shows them")
+  const controller = new AbortController()
+  t.teardown(() => controller.abort())
+  const headers = { "content-type": "application/json", authorization: `Bearer ${secret}` }
+  const stream = (text: string, signal?: AbortSignal) => fetch(url + "/", { method: "POST", headers, body: JSON.stringify(rpc("message/stream", { message: { messageId: text, role: "user", parts: [{ kind: "text", text }] } })), signal })
+  const open = await stream("first", controller.signal)
+  // Read without letting go: leaving a for-await loop would cancel the body and close the stream.
+  const reader = open.body!.getReader()
+  const decoder = new TextDecoder()
+  let text = ""
+  while (!text.includes(": keep-alive")) {
+    const { value, done } = await reader.read()
+    if (done) break
+    text += decoder.decode(value, { stream: true })
+  }
+  t.match(text, /: keep-alive\n\n/, "the heartbeat flag reached the stream")
+  const refused = await stream("second")
+  t.match(refused.headers.get("content-type"), /^application\/json/)
+  t.match(await refused.json(), { error: { code: -32603, message: /maxStreamsPerPrincipal \(1\)/ } }, "the per-principal cap reached the route")
+
+  // Headers that never finish: closed after 200 ms, long before the 10 s default would.
+  const socket = connect(Number(new URL(url).port), "127.0.0.1")
+  socket.on("error", () => {})
+  socket.resume() // read what comes (the 408), so the server's close is seen
+  socket.write("POST / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+  const closed = new Promise((resolve) => socket.once("close", () => resolve("closed")))
+  const notClosed = new Promise((resolve) => setTimeout(() => resolve("still open after 8 s"), 8000).unref())
+  t.equal(await Promise.race([closed, notClosed]), "closed", "the headers timeout flag reached the server")
+  socket.destroy()
 })
 
 t.test("clientFor: the offline echo agent, or the configured model", async (t) => {

@@ -1,7 +1,9 @@
+import { spawn } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import t, { type Test } from "tap"
 import { createLocalClient } from "../lib/client/client.js"
 import { serve, type ServedAgent } from "../plugins/serve.js"
+import { CLI_BIN, readSse, ROOT, waitFor } from "./helpers.js"
 
 /**
  * Hostile input at the route: whatever arrives, the peer gets a JSON-RPC
@@ -894,6 +896,69 @@ t.test("streams over the real socket end when the echo task completes; hostile s
     t.equal(answerProblem(answer, body), undefined, `${what}: a JSON-RPC error`)
     t.ok(rpcError(answer), `${what}: an error`)
   }
+})
+
+t.test("a stream flood by one principal is refused past its cap while another still streams, and the refused ones leave no Task", async (t) => {
+  const ALICE = "alice-secret-0123456789"
+  const BOB = "bob-secret-0123456789ab"
+  // "hold" runs until the server stops; anything else is answered at once.
+  const client = createLocalClient(({ messages, signal }) =>
+    messages.at(-1)?.content === "hold" ? new Promise<string>((_resolve, reject) => signal?.addEventListener("abort", () => reject(signal.reason), { once: true })) : "answered",
+  )
+  const srv = await serve("127.0.0.1:0", { client, logger: false, a2a: { auth: { tokens: { [ALICE]: "alice", [BOB]: "bob" } }, maxStreamsPerPrincipal: 3, shutdownGraceMs: 0 } })
+  t.teardown(() => srv.stop())
+  const as = (secret: string): HeaderMap => ({ ...JSON_TYPE, authorization: `Bearer ${secret}` })
+  const stream = (secret: string, words: string) => fetch(srv.url + "/", { method: "POST", headers: as(secret), body: text(request("message/stream", { message: { messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: words }] } })) })
+
+  const flood = await within(Promise.all(Array.from({ length: 40 }, () => stream(ALICE, "hold"))), "alice's flood")
+  const open = flood.filter((res) => /^text\/event-stream/.test(res.headers.get("content-type") ?? ""))
+  const refused = flood.filter((res) => !open.includes(res))
+  t.equal(open.length, 3, "alice holds exactly her 3 streams")
+  for (const res of refused) {
+    t.equal(res.status, 200)
+    t.match(res.headers.get("content-type"), /^application\/json/, "a refused stream is a plain JSON answer")
+    t.match(await res.json(), { jsonrpc: "2.0", error: { code: -32603, message: /maxStreamsPerPrincipal \(3\)/ } })
+  }
+  const readers = open.map((res) => readSse(res.body!))
+  await waitFor(() => readers.every((r) => r.messages.some((m) => m.result?.status?.state === "working")), ANSWER_WITHIN_MS, "alice's streams to be working")
+
+  const bob = await within(stream(BOB, "answer me").then((res) => readSse(res.body!).done), "bob's stream")
+  t.match(bob.at(-1), { result: { status: { state: "completed" }, final: true } }, "bob streams to the end while alice is at her cap")
+
+  const list = async (secret: string) => (await (await fetch(srv.url + "/", { method: "POST", headers: as(secret), body: text(request("ListTasks", {})) })).json()).result
+  t.equal((await list(ALICE)).totalSize, 3, "alice's 37 refused streams created no Task")
+  t.equal((await list(BOB)).totalSize, 1)
+  await srv.stop()
+  await within(Promise.all(readers.map((r) => r.done)), "alice's streams to end on stop")
+})
+
+t.test("the command refuses bad limit values with its usage and exit code 2, naming the flag", async (t) => {
+  const cases: Array<[string, string[], NodeJS.ProcessEnv]> = [
+    ["--request-timeout", ["--request-timeout", "soon"], {}],
+    ["--request-timeout", ["--request-timeout", "0"], {}],
+    ["--headers-timeout", ["--headers-timeout=-1s"], {}],
+    ["--headers-timeout", ["--request-timeout", "1s", "--headers-timeout", "2s"], {}],
+    ["--idle-timeout", ["--idle-timeout", "1e3"], {}],
+    ["--stream-heartbeat", ["--stream-heartbeat", "25d"], {}],
+    ["--stream-heartbeat", ["--stream-heartbeat", "１０s"], {}],
+    ["--max-streams", ["--max-streams", "0"], {}],
+    ["--max-streams", [], { TOOLNEXUS_MAX_STREAMS: "-3" }],
+    ["--max-streams-per-principal", ["--max-streams-per-principal", "9".repeat(400)], {}],
+    ["--unowned-tasks-belong-to", ["--unowned-tasks-belong-to", "ops"], {}],
+  ]
+  await Promise.all(
+    cases.map(async ([flag, args, env]) => {
+      const child = spawn(process.execPath, [CLI_BIN, "--port", "0", "--store", "memory", ...args], { cwd: ROOT, env: { ...process.env, TOOLNEXUS_TOKENS: "", ...env } })
+      let stderr = ""
+      child.stderr.on("data", (chunk) => (stderr += chunk))
+      child.stdout.resume()
+      const code = await within(new Promise<number | null>((resolve) => child.once("exit", resolve)), `toolnexus ${args.join(" ")}`)
+      const what = `${args.join(" ")} ${JSON.stringify(env)}`
+      t.equal(code, 2, `${what}: exit code 2`)
+      t.match(stderr, new RegExp(`^toolnexus: ${flag} (\\(\\d+ ms\\) )?should`), `${what}: names ${flag}`)
+      t.match(stderr, /Usage: toolnexus/, `${what}: prints the usage`)
+    }),
+  )
 })
 
 t.test("no unhandled rejection happened in the whole file", async (t) => {

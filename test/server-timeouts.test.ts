@@ -18,6 +18,7 @@ function rawSocket(url: string): { socket: Socket; received: () => string; close
 t.test("timeouts: defaults, and bad values name the field", async (t) => {
   t.match(timeoutOptions(undefined), { requestTimeout: 30_000, keepAliveTimeout: 72_000, http: { headersTimeout: 10_000 } })
   t.match(timeoutOptions({ requestMs: 500 }), { requestTimeout: 500, http: { headersTimeout: 500 } })
+  t.match(timeoutOptions({ headersMs: 45_000 }), { requestTimeout: 45_000, http: { headersTimeout: 45_000 } }, "headers alone longer than the default request time: the request gets as long")
   t.throws(() => timeoutOptions({ requestMs: 0 }), /timeouts\.requestMs should be a positive integer/)
   t.throws(() => timeoutOptions({ idleMs: 1.5 }), /timeouts\.idleMs should be a positive integer/)
   t.throws(() => timeoutOptions({ requestMs: 100, headersMs: 200 }), /timeouts\.headersMs \(200\) should be at most timeouts\.requestMs \(100\)/)

@@ -12,6 +12,12 @@ export interface AuthSettings<Request> {
   tokens?: Record<string, string>
   /** Your own check, tried when no token matched: the principal, or undefined to refuse. */
   verify?: (request: Request) => string | undefined | Promise<string | undefined>
+  /**
+   * The principal that owns the Tasks saved without an owner, before authentication was turned on.
+   * Omitted: nobody does; every principal gets "task not found" for them and ListTasks leaves them out.
+   * Named: that principal alone sees, continues and cancels them; they are never shared.
+   */
+  unownedTasksBelongTo?: string
 }
 
 const sha256 = (text: string) => createHash("sha256").update(text, "utf8").digest("hex")
@@ -36,6 +42,10 @@ export class Authenticator<Request> {
       if (secret.length < 16) throw new TypeError(`toolnexus: opts.auth.tokens: a secret for ${JSON.stringify(principal)} is shorter than 16 characters; use a long random one`)
       if (typeof principal !== "string" || principal === "") throw new TypeError("toolnexus: opts.auth.tokens maps each secret to a non-empty principal name")
       this.principals.set(sha256(secret), principal)
+    }
+    const unowned = settings.unownedTasksBelongTo
+    if (unowned !== undefined && (typeof unowned !== "string" || unowned === "")) {
+      throw new TypeError("toolnexus: opts.auth.unownedTasksBelongTo should be the principal name (a non-empty string) that owns the Tasks saved before authentication was on")
     }
     if (this.principals.size === 0 && typeof settings.verify !== "function") {
       throw new TypeError("toolnexus: opts.auth needs tokens ({ secret: principal }) or a verify(request) function")

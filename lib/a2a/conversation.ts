@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto"
 import type { ChatMessage } from "../models/model.js"
-import { ownerOf } from "../internals.js"
 import { errorFields, type Logger } from "../log.js"
 import { MAX_PAGE_SIZE } from "../stores/list.js"
 import type { TaskStore } from "../stores/task-store.js"
@@ -10,21 +9,21 @@ import type { A2AMessage, A2APart, A2ATask } from "../types.js"
 
 /**
  * The conversation before the task's latest message: the earlier tasks of
- * its context (when `lookUpContext` and the store can list), then its own
- * history, the last `limit` messages.
+ * its context (when `lookUpContext` and the store can list) whose owners
+ * are among `owners` (what the caller may read: ownersVisibleTo), then its
+ * own history, the last `limit` messages.
  */
 export async function earlierTurns(
   task: A2ATask,
-  opts: { store: TaskStore; log: Logger; limit: number; lookUpContext: boolean },
+  opts: { store: TaskStore; log: Logger; limit: number; lookUpContext: boolean; owners: ReadonlyArray<string | null> | undefined },
 ): Promise<ChatMessage[]> {
   const own = (task.history ?? []).slice(0, -1)
   let earlier: A2AMessage[] = []
   const { store } = opts
   if (opts.lookUpContext && store.list && task.contextId !== undefined) {
     try {
-      // Only the turns its owner may see (its own and unowned ones): a shared contextId must not leak another's conversation.
-      const owner = ownerOf(task)
-      const page = await store.list({ contextId: task.contextId, pageSize: MAX_PAGE_SIZE, owners: typeof owner === "string" ? [owner, null] : [null] })
+      // Only the turns the caller may read: a shared contextId must not leak another's conversation.
+      const page = await store.list({ contextId: task.contextId, pageSize: MAX_PAGE_SIZE, owners: opts.owners })
       earlier = page.tasks
         .filter((other) => other.id !== task.id)
         .reverse()

@@ -1,13 +1,14 @@
 import { isVisibleTo, mayRead, ownersVisibleTo } from "../internals.js"
 import { errorFields, type Logger } from "../log.js"
 import type { TaskStore } from "../stores/task-store.js"
-import type { A2ATask } from "../types.js"
+import type { A2AMessage, A2ATask } from "../types.js"
 import { A2AError, ErrorCode, truncate, type JsonRpcErrorObject } from "./errors.js"
 import { eventQueue, type TaskEvent, type TaskEvents } from "./events.js"
 import type { StoreFollower } from "./follower.js"
 import { parseListTasksQuery, parseSendMessageParams, parseTaskIdParams, type SendMessageParams } from "./params.js"
 import { RenderedTasks } from "./rendered.js"
 import { isFinalForNow, isTerminal, type StartedTask, type TaskRunner } from "./runner.js"
+import { StreamSlots, type ReleaseSlot } from "./stream-slots.js"
 import { answerVersion, codecFor, messageFromWire, negotiateVersion, type WireCodec, type WireVersion } from "./wire.js"
 
 /**
@@ -35,6 +36,8 @@ interface DispatchContext {
   endSignal?: () => AbortSignal
   /** Who is calling, when the server authenticates: each sees only its own Tasks. */
   principal?: string
+  /** The client's address: without authentication, streams are counted per address. */
+  address?: string
 }
 
 /** What one call did: the answer and the fields of the request log line. */
@@ -56,6 +59,10 @@ interface DispatcherOptions {
   events: TaskEvents
   /** Follows tasks running in other processes, for SubscribeToTask. */
   follower: StoreFollower
+  /** The open-stream caps; a StreamSlots with the default caps when omitted. */
+  streams?: StreamSlots
+  /** With authentication: the principal that owns the Tasks saved without an owner; omitted, nobody does. */
+  unownedTasksBelongTo?: string
 }
 
 /** What a handler works with and may note about its call. */
@@ -66,6 +73,7 @@ interface Call {
   /** Ends the call's stream; asked for only by the streaming methods. */
   endSignal: () => AbortSignal
   principal?: string
+  address?: string
   taskId?: string
 }
 
@@ -87,8 +95,10 @@ const PUSH_METHODS = [
 export class JsonRpcDispatcher {
   private readonly methods: ReadonlyMap<string, Handler>
   private readonly rendered = new RenderedTasks()
+  private readonly streams: StreamSlots
 
   constructor(private readonly opts: DispatcherOptions) {
+    this.streams = opts.streams ?? new StreamSlots()
     const handlers: Record<string, Handler> = {
       SendMessage: (params, call) => this.sendMessage(params, call, false),
       SendStreamingMessage: (params, call) => this.sendMessage(params, call, true),
@@ -143,8 +153,9 @@ export class JsonRpcDispatcher {
 
     const handler = this.methods.get(method)
     // A notification gets no answer: any stream it opens is ended at once.
-    const endSignal = notification ? () => AbortSignal.abort() : (ctx.endSignal ?? (() => new AbortController().signal))
-    const call: Call = { id, codec, log: ctx.log, endSignal, principal: ctx.principal }
+    let ended: AbortSignal | undefined
+    const endSignal = notification ? () => AbortSignal.abort() : (ctx.endSignal ?? (() => (ended ??= new AbortController().signal)))
+    const call: Call = { id, codec, log: ctx.log, endSignal, principal: ctx.principal, address: ctx.address }
     let outcome: DispatchOutcome
     try {
       if (!handler) throw new A2AError(ErrorCode.MethodNotFound, `Method not found: ${shownMethod}. This server answers ${this.methodNames.join(", ")}`)
@@ -171,6 +182,22 @@ export class JsonRpcDispatcher {
       throw new A2AError(ErrorCode.PushNotificationNotSupported, "Push notifications are not supported by this agent; leave out the push notification config")
     }
     const message = messageFromWire(params.message)
+    if (streaming) {
+      return this.withStreamSlot(call, async () => {
+        const started = await this.startOrResume(message, call, true)
+        return taskStream(started.task, closedOnAbort(started.events!, call.endSignal()), call.codec)
+      })
+    }
+    const started = await this.startOrResume(message, call, false)
+    const config = params.configuration ?? {}
+    // 0.3 answers at once unless asked to block; 1.0 blocks unless asked to return at once.
+    const wait = call.codec.version === "0.3" ? config.blocking === true : config.returnImmediately !== true
+    const task = wait ? await started.settled : started.task
+    return { result: call.codec.sendResult(withHistoryLength(task, config.historyLength)) }
+  }
+
+  /** A new Task for the message, or the input-required Task it answers continued. */
+  private async startOrResume(message: A2AMessage, call: Call, watch: boolean): Promise<StartedTask> {
     let started: StartedTask
     if (message.taskId !== undefined) {
       call.taskId = message.taskId
@@ -184,18 +211,12 @@ export class JsonRpcDispatcher {
           `Task ${truncate(existing.id)} is ${existing.status.state} and takes no further messages; send a message without taskId to start a new task`,
         )
       }
-      started = await this.opts.runner.resume(existing, message, { principal: call.principal, watch: streaming })
+      started = await this.opts.runner.resume(existing, message, { principal: call.principal, historyOwners: this.ownersVisibleTo(call), watch })
     } else {
-      started = await this.opts.runner.start(message, { principal: call.principal, watch: streaming })
+      started = await this.opts.runner.start(message, { principal: call.principal, historyOwners: this.ownersVisibleTo(call), watch })
     }
     call.taskId = started.task.id
-    if (streaming) return { stream: taskStream(started.task, closedOnAbort(started.events!, call.endSignal()), call.codec) }
-
-    const config = params.configuration ?? {}
-    // 0.3 answers at once unless asked to block; 1.0 blocks unless asked to return at once.
-    const wait = call.codec.version === "0.3" ? config.blocking === true : config.returnImmediately !== true
-    const task = wait ? await started.settled : started.task
-    return { result: call.codec.sendResult(withHistoryLength(task, config.historyLength)) }
+    return started
   }
 
   private async getTask(raw: unknown, call: Call): Promise<Answer> {
@@ -211,7 +232,7 @@ export class JsonRpcDispatcher {
       throw A2AError.taskNotFound(id)
     }
     const answer = this.rendered.answer(id, text, `${call.codec.version} ${historyLength ?? ""}`, render)
-    if (!mayRead(call.principal, answer.owner)) throw A2AError.taskNotFound(id)
+    if (!mayRead(this.ownersVisibleTo(call), answer.owner)) throw A2AError.taskNotFound(id)
     return { resultJson: answer.json }
   }
 
@@ -219,7 +240,7 @@ export class JsonRpcDispatcher {
     const { store } = this.opts
     if (!store.list) throw new A2AError(ErrorCode.UnsupportedOperation, "ListTasks is not supported: this agent's task store cannot list tasks")
     const { query, historyLength } = parseListTasksQuery(raw, call.codec.version)
-    const page = await store.list({ ...query, owners: ownersVisibleTo(call.principal) })
+    const page = await store.list({ ...query, owners: this.ownersVisibleTo(call) })
     return {
       result: {
         tasks: page.tasks.map((task) => call.codec.task(withHistoryLength(task, historyLength))),
@@ -240,27 +261,54 @@ export class JsonRpcDispatcher {
   private async subscribe(raw: unknown, call: Call): Promise<Answer> {
     const params = parseTaskIdParams(raw)
     call.taskId = params.id
-    // Subscribe before reading, so no event falls between the snapshot and the stream.
-    const events = closedOnAbort(eventQueue(this.opts.events, params.id), call.endSignal())
-    try {
-      const task = await this.read(params.id, call)
-      if (isTerminal(task.status.state)) {
-        throw new A2AError(ErrorCode.UnsupportedOperation, `Task ${truncate(task.id)} is already ${task.status.state}; read it with GetTask`)
+    return this.withStreamSlot(call, async () => {
+      // Subscribe before reading, so no event falls between the snapshot and the stream.
+      const events = closedOnAbort(eventQueue(this.opts.events, params.id), call.endSignal())
+      try {
+        const task = await this.read(params.id, call)
+        if (isTerminal(task.status.state)) {
+          throw new A2AError(ErrorCode.UnsupportedOperation, `Task ${truncate(task.id)} is already ${task.status.state}; read it with GetTask`)
+        }
+        if (this.opts.runner.isRunning(task.id) && !isFinalForNow(task.status.state)) return taskStream(task, events, call.codec)
+        events.close()
+        return taskStream(task, this.opts.follower.follow(task, call.endSignal()), call.codec)
+      } catch (err) {
+        events.close()
+        throw err
       }
-      if (this.opts.runner.isRunning(task.id) && !isFinalForNow(task.status.state)) return { stream: taskStream(task, events, call.codec) }
-      events.close()
-      return { stream: taskStream(task, this.opts.follower.follow(task, call.endSignal()), call.codec) }
+    })
+  }
+
+  /**
+   * Opens a stream in a slot of the caller's: the slot is taken before `open` creates anything (a refused
+   * stream leaves no Task), given back if `open` fails, and otherwise held until the stream ends or its
+   * end signal aborts (peer gone, server closing), whichever comes first.
+   */
+  private async withStreamSlot(call: Call, open: () => Promise<AsyncIterable<unknown>>): Promise<Answer> {
+    const release = this.streams.reserve({ principal: call.principal, address: call.address })
+    let stream: AsyncIterable<unknown>
+    try {
+      stream = await open()
     } catch (err) {
-      events.close()
+      release()
       throw err
     }
+    const ended = call.endSignal()
+    if (ended.aborted) release()
+    else ended.addEventListener("abort", release, { once: true })
+    return { stream: releasedAtEnd(stream, release) }
   }
 
   /** The Task, if it exists and the caller may see it; "not found" otherwise, so ids of others' Tasks reveal nothing. */
   private async read(id: string, call: Call): Promise<A2ATask> {
     const task = await this.opts.store.get(id)
-    if (task === undefined || !isVisibleTo(task, call.principal)) throw A2AError.taskNotFound(id)
+    if (task === undefined || !isVisibleTo(task, this.ownersVisibleTo(call))) throw A2AError.taskNotFound(id)
     return task
+  }
+
+  /** Whose Tasks the caller may see, read, list, continue and cancel, and have its model read: ownersVisibleTo's rule. */
+  private ownersVisibleTo(call: Call): Array<string | null> | undefined {
+    return ownersVisibleTo(call.principal, this.opts.unownedTasksBelongTo)
   }
 
   /** Any failure as the error the peer gets; the unexpected ones are logged in full and answered in general terms. */
@@ -277,6 +325,15 @@ function closedOnAbort<T extends { close(): void }>(events: T, signal: AbortSign
   if (signal.aborted) events.close()
   else signal.addEventListener("abort", () => events.close(), { once: true })
   return events
+}
+
+/** The stream as it is, giving its slot back when it ends, however it ends. */
+async function* releasedAtEnd<T>(stream: AsyncIterable<T>, release: ReleaseSlot): AsyncIterable<T> {
+  try {
+    yield* stream
+  } finally {
+    release()
+  }
 }
 
 /** The Task first, then its events, until a state that ends the stream; leaving the loop unsubscribes. */

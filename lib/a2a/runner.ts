@@ -8,7 +8,7 @@ import { TERMINAL_STATES } from "../types.js"
 import { agentMessage, earlierTurns, promptFrom } from "./conversation.js"
 import { A2AError, ErrorCode, truncate } from "./errors.js"
 import { eventQueue, type TaskEvent, type TaskEvents } from "./events.js"
-import { currentRunner, internalsOf, retireRunner, withInternals, type RunnerId } from "../internals.js"
+import { currentRunner, internalsOf, ownersVisibleTo, retireRunner, withInternals, type RunnerId } from "../internals.js"
 import { copyWith } from "../objects.js"
 
 interface TaskRunnerOptions {
@@ -27,6 +27,11 @@ interface TaskRunnerOptions {
 interface StartOptions {
   /** The authenticated principal; the Task is visible only to it. */
   principal?: string
+  /**
+   * The owners whose Tasks of the same context may reach the model's history: what the caller may
+   * read (ownersVisibleTo). Omitted: ownersVisibleTo(principal), the principal's own Tasks.
+   */
+  historyOwners?: ReadonlyArray<string | null>
   /** Subscribe to the task's events before it starts (for streams). */
   watch?: boolean
 }
@@ -60,6 +65,8 @@ interface Running {
   /** Set once the run's last state is being written: nothing is saved after it. */
   finished: boolean
   lookUpContext: boolean
+  /** Whose earlier Tasks of the context the model may see (undefined: everyone's, without authentication). */
+  historyOwners: ReadonlyArray<string | null> | undefined
   settled: Promise<A2ATask>
   settle: () => void
 }
@@ -139,7 +146,7 @@ export class TaskRunner {
     await this.opts.store.save(task)
     this.logTransition(task)
     // A new context has no earlier turns to look up.
-    return this.launch(task, opts.watch ?? false, incoming.contextId !== undefined)
+    return this.launch(task, opts, incoming.contextId !== undefined)
   }
 
   /** Continues an `input-required` Task with the peer's answer. */
@@ -148,7 +155,7 @@ export class TaskRunner {
     if (this.running.has(task.id)) throw new A2AError(ErrorCode.UnsupportedOperation, `Task ${truncate(task.id)} is already running`)
     const message = this.stamp(incoming, task.id, task.contextId)
     const resumed = withInternals({ ...task, history: [...(task.history ?? []), message] }, { ...internalsOf(task), runner: this.self })
-    return this.launch(resumed, opts.watch ?? false, true)
+    return this.launch(resumed, opts, true)
   }
 
   /**
@@ -247,14 +254,15 @@ export class TaskRunner {
     return copyWith(incoming, { kind: "message" as const, taskId, contextId })
   }
 
-  private launch(task: A2ATask, watch: boolean, lookUpContext: boolean): StartedTask {
-    const events = watch ? eventQueue(this.opts.events, task.id) : undefined
+  private launch(task: A2ATask, opts: StartOptions, lookUpContext: boolean): StartedTask {
+    const events = opts.watch ? eventQueue(this.opts.events, task.id) : undefined
     let resolveSettled!: (task: A2ATask) => void
     const record: Running = {
       task,
       controller: new AbortController(),
       finished: false,
       lookUpContext,
+      historyOwners: opts.historyOwners ?? ownersVisibleTo(opts.principal),
       settled: new Promise((resolve) => (resolveSettled = resolve)),
       settle: () => {
         if (this.running.get(task.id) === record) this.running.delete(task.id)
@@ -287,11 +295,11 @@ export class TaskRunner {
   }
 
   private async fulfil(record: Running): Promise<void> {
-    const lookUpContext = record.lookUpContext
+    const { lookUpContext, historyOwners } = record
     const { client, toolkit } = this.opts
     try {
       await this.transition(record, { ...record.task, status: { state: "working", timestamp: now() } })
-      const history = await earlierTurns(record.task, { store: this.opts.store, log: this.opts.log, limit: CONTEXT_MESSAGES, lookUpContext })
+      const history = await earlierTurns(record.task, { store: this.opts.store, log: this.opts.log, limit: CONTEXT_MESSAGES, lookUpContext, owners: historyOwners })
       const prompt = promptFrom(record.task.history?.at(-1))
       const result = await client.run(prompt, { toolkit, signal: record.controller.signal, history })
       if (record.finished) return

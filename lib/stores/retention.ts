@@ -1,4 +1,8 @@
+import { parseDuration } from "../duration.js"
 import type { ReportError } from "./background-errors.js"
+
+// Moved to lib/duration.ts for the CLI's flags too; still exported from here.
+export { parseDuration }
 
 /** How long a store keeps finished Tasks. */
 export interface RetentionOptions {
@@ -10,18 +14,9 @@ export interface RetentionOptions {
   terminalTtl: number | string
 }
 
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 }
 /** Sweeps are a quarter of the TTL apart, but never more than a minute nor less than 10 ms. */
 const MAX_SWEEP_INTERVAL_MS = 60_000
 const MIN_SWEEP_INTERVAL_MS = 10
-
-/** A duration as milliseconds: a non-negative finite number, or digits followed by ms, s, m, h or d. Undefined when it is neither. */
-export function parseDuration(value: unknown): number | undefined {
-  if (typeof value === "number") return Number.isFinite(value) && value >= 0 ? value : undefined
-  if (typeof value !== "string") return undefined
-  const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/.exec(value)
-  return match ? Number(match[1]) * UNIT_MS[match[2]] : undefined
-}
 
 /** `opts.retention` of a store as a TTL in ms (undefined: keep finished Tasks); throws naming the store and the option. */
 export function retentionTtlMs(store: string, retention: unknown): number | undefined {
