@@ -113,8 +113,14 @@ export function checkOptions(opts: ToolnexusA2AOptions): void {
   if (opts.bodyLimit !== undefined && !(Number.isInteger(opts.bodyLimit) && opts.bodyLimit > 0)) {
     throw new TypeError("toolnexus: opts.bodyLimit should be a positive integer number of bytes")
   }
-  for (const key of ["maxRunningTasks", "maxQueuedTasks", "leaseTtlMs", "recoveryIntervalMs", "streamHeartbeatMs", "maxStreams", "maxStreamsPerPrincipal"] as const) {
+  for (const key of ["maxRunningTasks", "maxQueuedTasks", "maxStreams", "maxStreamsPerPrincipal"] as const) {
     if (opts[key] !== undefined && !(Number.isInteger(opts[key]) && opts[key] > 0)) throw new TypeError(`toolnexus: opts.${key} should be a positive integer`)
+  }
+  // Timer periods: past Node's longest timer, an interval would fire every millisecond.
+  for (const key of ["leaseTtlMs", "recoveryIntervalMs", "streamHeartbeatMs"] as const) {
+    if (opts[key] !== undefined && !(Number.isInteger(opts[key]) && opts[key] > 0 && opts[key] <= MAX_TIMER_MS)) {
+      throw new TypeError(`toolnexus: opts.${key} should be a positive integer number of milliseconds, at most ${MAX_TIMER_MS} (about 24.8 days)`)
+    }
   }
   if (opts.rateLimit !== undefined && !(Number.isInteger(opts.rateLimit?.max) && opts.rateLimit.max > 0 && opts.rateLimit.timeWindow !== undefined)) {
     throw new TypeError('toolnexus: opts.rateLimit should be { max: <requests>, timeWindow: <ms or "1 minute"> }')

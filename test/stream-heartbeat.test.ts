@@ -43,6 +43,11 @@ t.test("streamHeartbeatMs must be a positive integer", async (t) => {
     serve("127.0.0.1:0", { client: createLocalClient(() => "x"), logger: false, a2a: { streamHeartbeatMs: 0 } }),
     /opts\.streamHeartbeatMs should be a positive integer/,
   )
+  // Past Node's longest timer, setInterval would fire every millisecond.
+  await t.rejects(
+    serve("127.0.0.1:0", { client: createLocalClient(() => "x"), logger: false, a2a: { streamHeartbeatMs: 2 ** 31 } }),
+    /opts\.streamHeartbeatMs should be a positive integer number of milliseconds, at most 2147483647/,
+  )
 })
 
 t.test("a stream that ends before the first interval carries no comment", async (t) => {
