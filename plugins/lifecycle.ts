@@ -43,6 +43,7 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
     events,
     maxRunning: opts.maxRunningTasks,
     maxQueued: opts.maxQueuedTasks,
+    maxTaskBytes: opts.maxTaskBytes,
   })
   const follower = new StoreFollower({ store, runner, log })
   const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower })

@@ -38,6 +38,11 @@ export interface ToolnexusA2AOptions extends CardOptions {
   maxRunningTasks?: number
   /** Tasks that may wait for a slot; beyond it a new task is refused (default 1000). */
   maxQueuedTasks?: number
+  /**
+   * Largest Task, in UTF-8 bytes of its JSON, for every store (default 4 MiB): a message that would make a Task
+   * larger gets -32602; an answer that would is not kept, and the Task ends failed saying why.
+   */
+  maxTaskBytes?: number
   /** Requests per client address per time window on the JSON-RPC route, through @fastify/rate-limit; off when omitted. */
   rateLimit?: { max: number; timeWindow: number | string }
   /**
@@ -107,7 +112,7 @@ export function checkOptions(opts: ToolnexusA2AOptions): void {
   if (opts.bodyLimit !== undefined && !(Number.isInteger(opts.bodyLimit) && opts.bodyLimit > 0)) {
     throw new TypeError("toolnexus: opts.bodyLimit should be a positive integer number of bytes")
   }
-  for (const key of ["maxRunningTasks", "maxQueuedTasks", "leaseTtlMs", "recoveryIntervalMs", "streamHeartbeatMs"] as const) {
+  for (const key of ["maxRunningTasks", "maxQueuedTasks", "maxTaskBytes", "leaseTtlMs", "recoveryIntervalMs", "streamHeartbeatMs"] as const) {
     if (opts[key] !== undefined && !(Number.isInteger(opts[key]) && opts[key] > 0)) throw new TypeError(`toolnexus: opts.${key} should be a positive integer`)
   }
   if (opts.rateLimit !== undefined && !(Number.isInteger(opts.rateLimit?.max) && opts.rateLimit.max > 0 && opts.rateLimit.timeWindow !== undefined)) {
