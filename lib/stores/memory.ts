@@ -162,10 +162,10 @@ export class InMemoryTaskStore implements TaskStore {
     const own = this.owners.get(owner) ?? newHolding()
     const { maxTasks, maxBytes, maxTasksPerOwner, maxBytesPerOwner } = this.limits
     const ownerName = owner === false ? undefined : owner
-    if (own.tasks - own.finished.size + 1 > maxTasksPerOwner) throw new StoreFullError("InMemoryTaskStore", "maxTasksPerOwner", maxTasksPerOwner, ownerName)
-    if (own.bytes - own.finishedBytes + entry.bytes > maxBytesPerOwner) throw new StoreFullError("InMemoryTaskStore", "maxBytesPerOwner", maxBytesPerOwner, ownerName)
     if (this.all.tasks - this.all.finished.size + 1 > maxTasks) throw new StoreFullError("InMemoryTaskStore", "maxTasks", maxTasks)
     if (this.all.bytes - this.all.finishedBytes + entry.bytes > maxBytes) throw new StoreFullError("InMemoryTaskStore", "maxBytes", maxBytes)
+    if (own.tasks - own.finished.size + 1 > maxTasksPerOwner) throw new StoreFullError("InMemoryTaskStore", "maxTasksPerOwner", maxTasksPerOwner, ownerName)
+    if (own.bytes - own.finishedBytes + entry.bytes > maxBytesPerOwner) throw new StoreFullError("InMemoryTaskStore", "maxBytesPerOwner", maxBytesPerOwner, ownerName)
   }
 
   private add(id: string, entry: Entry): void {
