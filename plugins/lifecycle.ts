@@ -44,6 +44,7 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
     events,
     maxRunning: opts.maxRunningTasks,
     maxQueued: opts.maxQueuedTasks,
+    maxTaskBytes: opts.maxTaskBytes,
   })
   const follower = new StoreFollower({ store, runner, log })
   const streams = new StreamSlots({ maxStreams: opts.maxStreams, maxStreamsPerPrincipal: opts.maxStreamsPerPrincipal })

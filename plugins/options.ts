@@ -39,6 +39,11 @@ export interface ToolnexusA2AOptions extends CardOptions {
   maxRunningTasks?: number
   /** Tasks that may wait for a slot; beyond it a new task is refused (default 1000). */
   maxQueuedTasks?: number
+  /**
+   * Largest Task, in UTF-8 bytes of its JSON, for every store (default 4 MiB): a message that would make a Task
+   * larger gets -32602; an answer that would is not kept, and the Task ends failed saying why.
+   */
+  maxTaskBytes?: number
   /** Requests per client address per time window on the JSON-RPC route, through @fastify/rate-limit; off when omitted. */
   rateLimit?: { max: number; timeWindow: number | string }
   /**
@@ -113,7 +118,7 @@ export function checkOptions(opts: ToolnexusA2AOptions): void {
   if (opts.bodyLimit !== undefined && !(Number.isInteger(opts.bodyLimit) && opts.bodyLimit > 0)) {
     throw new TypeError("toolnexus: opts.bodyLimit should be a positive integer number of bytes")
   }
-  for (const key of ["maxRunningTasks", "maxQueuedTasks", "maxStreams", "maxStreamsPerPrincipal"] as const) {
+  for (const key of ["maxRunningTasks", "maxQueuedTasks", "maxTaskBytes", "maxStreams", "maxStreamsPerPrincipal"] as const) {
     if (opts[key] !== undefined && !(Number.isInteger(opts[key]) && opts[key] > 0)) throw new TypeError(`toolnexus: opts.${key} should be a positive integer`)
   }
   // Timer periods: past Node's longest timer, an interval would fire every millisecond.

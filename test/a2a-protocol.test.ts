@@ -152,7 +152,8 @@ t.test("a stream whose peer goes away does not stop its task", async (t) => {
 
 t.test("a slow reader gets every byte of a large stream (backpressure)", async (t) => {
   const big = "x".repeat(4 * 1024 * 1024)
-  const srv = await serve("127.0.0.1:0", { client: createLocalClient(() => big), logger: false })
+  // A 4 MiB answer is kept twice (history and artifact): past the default maxTaskBytes, so the limit is raised here.
+  const srv = await serve("127.0.0.1:0", { client: createLocalClient(() => big), logger: false, a2a: { maxTaskBytes: 16 * 1024 * 1024 } })
   t.teardown(() => srv.stop())
   const port = Number(new URL(srv.url).port)
   const text = await new Promise<string>((resolve, reject) => {

@@ -850,6 +850,33 @@ t.test("bodies over the limit get 413, and the limit is configurable", async (t)
   await assertAlive(t, srv, await completedTask(t, srv))
 })
 
+t.test("follow-ups of up to 1 MiB each cannot grow a Task past maxTaskBytes (4 MiB): -32602, and the Task stays as it was", async (t) => {
+  // A model that asks again whatever it is told, except "done": the Task waits for input after every turn.
+  const client = createLocalClient(({ messages }) => (messages.at(-1)?.content === "done" ? "ok" : { text: "And?", inputRequired: true }))
+  const srv = await serve("127.0.0.1:0", { client, logger: false })
+  t.teardown(() => srv.stop())
+  const follow = (taskId: string | undefined, body: string) =>
+    request("SendMessage", { message: { messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: body }], ...(taskId && { taskId }) }, configuration: { blocking: true } })
+  const chunk = "f".repeat(MIB - 1024)
+  const first = rpcResult(await inject(srv, text(follow(undefined, chunk))))
+  t.match(first, { status: { state: "input-required" } })
+  const taskId = String(first?.id)
+  let refused: { code: number; message: string; data?: unknown } | undefined
+  let taken = 0
+  for (let i = 0; i < 6 && refused === undefined; i++) {
+    const answer = i % 2 ? await overSocket(srv, text(follow(taskId, chunk))) : await inject(srv, text(follow(taskId, chunk)))
+    t.equal(answerProblem(answer, ""), undefined, `follow-up ${i + 1}: a JSON-RPC answer`)
+    refused = rpcError(answer)
+    if (refused === undefined) taken++
+  }
+  t.equal(taken, 3, "three more messages of almost 1 MiB fit beside the first (and the questions), a fourth does not")
+  t.match(refused, { code: -32602, message: /over this agent's limit of 4194304 bytes per Task \(maxTaskBytes\); start a new task instead/, data: { maxTaskBytes: 4194304 } })
+  const stored = rpcResult(await inject(srv, text(request("GetTask", { id: taskId }))))
+  t.match(stored, { status: { state: "input-required" } }, "the Task is still waiting for input")
+  t.equal((stored?.history as unknown[]).length, 8, "with the four messages taken and their questions")
+  t.match(rpcResult(await inject(srv, text(follow(taskId, "done")))), { status: { state: "completed" } }, "and a small follow-up still finishes it")
+})
+
 t.test("unsupported content types get 415", async (t) => {
   const srv = await startAgent(t)
   const body = text(request("GetTask", { id: "x" }))

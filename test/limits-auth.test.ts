@@ -168,7 +168,8 @@ t.test("a queued task can be canceled before it starts, and stop() fails the one
 
 t.test("InMemoryTaskStore drops finished tasks first when full, and after their TTL", async (t) => {
   const task = sampleTask
-  const bounded = new InMemoryTaskStore({ maxTasks: 3 })
+  // One owner (no authentication) may fill the whole store here.
+  const bounded = new InMemoryTaskStore({ maxTasks: 3, maxTasksPerOwner: 3 })
   await bounded.save(task("done-1", "completed"))
   await bounded.save(task("open-1", "working"))
   await bounded.save(task("done-2", "failed"))
@@ -176,9 +177,9 @@ t.test("InMemoryTaskStore drops finished tasks first when full, and after their 
   t.equal((await bounded.list({})).totalSize, 3)
   t.equal(await bounded.get("done-1"), undefined, "the oldest finished task made room")
   await bounded.save(task("open-3", "working"))
-  await bounded.save(task("open-4", "working"))
-  t.ok(await bounded.get("open-1"), "unfinished tasks are never dropped, even past the bound")
-  t.equal((await bounded.list({})).totalSize, 4)
+  await t.rejects(bounded.save(task("open-4", "working")), { name: "StoreFullError", limit: "maxTasks" }, "a new task that leaves no room is refused")
+  t.ok(await bounded.get("open-1"), "unfinished tasks are never dropped")
+  t.equal((await bounded.list({})).totalSize, 3)
 
   // The store's clock, moved by hand: the TTL is then exact, however slow the machine.
   let now = Date.parse("2026-01-01T00:00:00Z")

@@ -39,7 +39,7 @@ t.test("the owner comes from the stored internals", async (t) => {
 })
 
 t.test("bounded: the oldest tasks and the oldest renderings of a task make room", async (t) => {
-  const rendered = new RenderedTasks(2)
+  const rendered = new RenderedTasks({ maxEntries: 2 })
   const { calls, render } = counting()
   const text = (id: string) => JSON.stringify(sampleTask(id))
   for (const id of ["a", "b", "c"]) rendered.answer(id, text(id), "k", render("k"))

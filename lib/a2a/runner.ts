@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto"
 import type { Client } from "../client/client.js"
 import { errorFields, type Logger } from "../log.js"
+import { StoreFullError } from "../stores/store-full.js"
 import { TaskConflictError, type TaskStore } from "../stores/task-store.js"
 import type { Toolkit } from "../tools/types.js"
 import type { A2AArtifact, A2AMessage, A2ATask, TaskState } from "../types.js"
@@ -8,6 +9,7 @@ import { TERMINAL_STATES } from "../types.js"
 import { agentMessage, earlierTurns, promptFrom } from "./conversation.js"
 import { A2AError, ErrorCode, truncate } from "./errors.js"
 import { eventQueue, type TaskEvent, type TaskEvents } from "./events.js"
+import { DEFAULT_MAX_TASK_BYTES, jsonBytes, jsonBytesAtMost } from "./task-size.js"
 import { currentRunner, internalsOf, ownersVisibleTo, retireRunner, withInternals, type RunnerId } from "../internals.js"
 import { copyWith } from "../objects.js"
 
@@ -21,6 +23,8 @@ interface TaskRunnerOptions {
   maxRunning?: number
   /** Tasks that may wait; beyond it a new task is refused (default 1000). */
   maxQueued?: number
+  /** Largest Task, in UTF-8 bytes of its JSON: a message that would pass it is refused, an answer that would is not kept (default 4 MiB). */
+  maxTaskBytes?: number
 }
 
 /** Who asked for a task, and whether they want its events. */
@@ -64,6 +68,8 @@ interface Running {
   controller: AbortController
   /** Set once the run's last state is being written: nothing is saved after it. */
   finished: boolean
+  /** The Task's size when launched, in UTF-8 bytes of its JSON. */
+  bytes: number
   lookUpContext: boolean
   /** Whose earlier Tasks of the context the model may see (undefined: everyone's, without authentication). */
   historyOwners: ReadonlyArray<string | null> | undefined
@@ -93,6 +99,11 @@ export const MAX_TIMER_MS = 2 ** 31 - 1
 
 /** Tries of a final save, the first included: then 0.5 s, 1 s, 2 s … later, about a minute in all. */
 const FINAL_SAVE_ATTEMPTS = 8
+
+/** What a final state adds besides the answer's text (twice: in history, and as the artifact or status message): ids, roles, kinds. */
+const FINAL_STATE_MARGIN_BYTES = 2048
+/** A failure's reason is cut to this many characters in the Task's status message (the log has it whole). */
+const MAX_REASON_CHARS = 2000
 
 
 /** States a stream or a blocking call stops at: terminal, or waiting on the peer. */
@@ -124,10 +135,12 @@ export class TaskRunner {
   readonly self: RunnerId = currentRunner()
   private readonly maxRunning: number
   private readonly maxQueued: number
+  private readonly maxTaskBytes: number
 
   constructor(private readonly opts: TaskRunnerOptions) {
     this.maxRunning = opts.maxRunning ?? 32
     this.maxQueued = opts.maxQueued ?? 1000
+    this.maxTaskBytes = opts.maxTaskBytes ?? DEFAULT_MAX_TASK_BYTES
   }
 
   /** True while this process holds the task (going or queued): its events are published here. */
@@ -143,10 +156,19 @@ export class TaskRunner {
     const message = this.stamp(incoming, id, contextId)
     const fresh: A2ATask = { id, contextId, kind: "task", status: { state: "submitted", timestamp: now() }, history: [message] }
     const task = withInternals(fresh, { principal: opts.principal, runner: this.self })
-    await this.opts.store.save(task)
+    const bytes = jsonBytes(task)
+    if (bytes > this.maxTaskBytes) {
+      throw this.tooLarge(`params.message makes a Task of ${bytes} bytes`, "send a smaller message, or split it over several tasks")
+    }
+    try {
+      await this.opts.store.save(task)
+    } catch (err) {
+      if (err instanceof StoreFullError) throw this.storeFull(err, opts.principal)
+      throw err
+    }
     this.logTransition(task)
     // A new context has no earlier turns to look up.
-    return this.launch(task, opts, incoming.contextId !== undefined)
+    return this.launch(task, bytes, opts, incoming.contextId !== undefined)
   }
 
   /** Continues an `input-required` Task with the peer's answer. */
@@ -155,7 +177,29 @@ export class TaskRunner {
     if (this.running.has(task.id)) throw new A2AError(ErrorCode.UnsupportedOperation, `Task ${truncate(task.id)} is already running`)
     const message = this.stamp(incoming, task.id, task.contextId)
     const resumed = withInternals({ ...task, history: [...(task.history ?? []), message] }, { ...internalsOf(task), runner: this.self })
-    return this.launch(resumed, opts, true)
+    const bytes = jsonBytes(resumed)
+    if (bytes > this.maxTaskBytes) {
+      throw this.tooLarge(
+        `params.message would grow task ${truncate(task.id)} to ${bytes} bytes`,
+        `start a new task instead (no taskId${task.contextId === undefined ? "" : `, contextId ${truncate(task.contextId)} to stay in its context`})`,
+      )
+    }
+    return this.launch(resumed, bytes, opts, true)
+  }
+
+  /** The peer's message would make a Task past maxTaskBytes: -32602 naming the limit. */
+  private tooLarge(what: string, instead: string): A2AError {
+    return new A2AError(ErrorCode.InvalidParams, `Invalid params: ${what}, over this agent's limit of ${this.maxTaskBytes} bytes per Task (maxTaskBytes); ${instead}`, {
+      field: "params.message",
+      maxTaskBytes: this.maxTaskBytes,
+    })
+  }
+
+  /** The store holds all the unfinished Tasks it may: the peer is told to retry later, the log says which bound to raise. */
+  private storeFull(err: StoreFullError, principal: string | undefined): A2AError {
+    this.opts.log.warn({ principal, limit: err.limit, value: err.value, ...errorFields(err) }, "task store at capacity; new task refused")
+    const what = err.perOwner ? "the tasks you already have open fill your share of its task store" : "its task store is full of unfinished tasks"
+    return new A2AError(ErrorCode.InternalError, `The agent is at capacity: ${what}; retry once some of them finish`, { retryable: true })
   }
 
   /**
@@ -254,13 +298,14 @@ export class TaskRunner {
     return copyWith(incoming, { kind: "message" as const, taskId, contextId })
   }
 
-  private launch(task: A2ATask, opts: StartOptions, lookUpContext: boolean): StartedTask {
+  private launch(task: A2ATask, bytes: number, opts: StartOptions, lookUpContext: boolean): StartedTask {
     const events = opts.watch ? eventQueue(this.opts.events, task.id) : undefined
     let resolveSettled!: (task: A2ATask) => void
     const record: Running = {
       task,
       controller: new AbortController(),
       finished: false,
+      bytes,
       lookUpContext,
       historyOwners: opts.historyOwners ?? ownersVisibleTo(opts.principal),
       settled: new Promise((resolve) => (resolveSettled = resolve)),
@@ -306,17 +351,35 @@ export class TaskRunner {
       const answer = agentMessage(record.task, result.text)
       const history2 = [...(record.task.history ?? []), answer]
       if (result.inputRequired) {
-        await this.finish(record, "input-required", undefined, { history: history2, status: { state: "input-required", timestamp: now(), message: answer } })
+        const extra = { history: history2, status: { state: "input-required" as const, timestamp: now(), message: answer } }
+        const tooBig = this.answerTooBig(record, result.text, extra)
+        await (tooBig ? this.finish(record, "failed", tooBig) : this.finish(record, "input-required", undefined, extra))
         return
       }
       const artifact: A2AArtifact = { artifactId: randomUUID(), name: "answer", parts: [{ kind: "text", text: result.text }] }
-      await this.finish(record, "completed", undefined, { history: history2, artifacts: [...(record.task.artifacts ?? []), artifact] }, artifact)
+      const extra = { history: history2, artifacts: [...(record.task.artifacts ?? []), artifact] }
+      const tooBig = this.answerTooBig(record, result.text, extra)
+      await (tooBig ? this.finish(record, "failed", tooBig) : this.finish(record, "completed", undefined, extra, artifact))
     } catch (err) {
       if (record.finished) return
       const reason = record.controller.signal.aborted ? String((record.controller.signal.reason as Error)?.message ?? "aborted") : describeError(err)
       this.opts.log.warn({ taskId: record.task.id, ...errorFields(err) }, "task failed")
-      await this.finish(record, "failed", `The agent failed: ${reason}`)
+      await this.finish(record, "failed", `The agent failed: ${truncate(reason, MAX_REASON_CHARS)}`)
     }
+  }
+
+  /**
+   * Undefined when the Task with the agent's answer stays within
+   * maxTaskBytes; else why not, for the status of the Task, which then ends
+   * failed without the answer. Measured exactly only when a cheap bound says
+   * it might not fit.
+   */
+  private answerTooBig(record: Running, text: string, extra: Partial<A2ATask>): string | undefined {
+    if (record.bytes + 2 * jsonBytesAtMost(text) + FINAL_STATE_MARGIN_BYTES <= this.maxTaskBytes) return undefined
+    const bytes = jsonBytes({ ...record.task, ...extra })
+    if (bytes <= this.maxTaskBytes) return undefined
+    this.opts.log.warn({ taskId: record.task.id, bytes, maxTaskBytes: this.maxTaskBytes }, "the agent's answer would pass maxTaskBytes; task failed")
+    return `The agent's answer (${text.length} characters) would make this Task ${bytes} bytes, over this agent's limit of ${this.maxTaskBytes} bytes per Task (maxTaskBytes); the answer was not kept`
   }
 
   /**

@@ -1,7 +1,8 @@
 import fs from "node:fs"
 import fsp from "node:fs/promises"
 import path from "node:path"
-import { AgingMap } from "../aging-map.js"
+import { BoundedCache } from "../bounded-cache.js"
+import { heapShare, textHeapBytes } from "../heap-budget.js"
 import { isProcessAlive } from "../process.js"
 import type { A2ATask } from "../types.js"
 import { errorReporter, type ReportError, type TaskStoreOptions } from "./background-errors.js"
@@ -34,13 +35,18 @@ export interface FileSystemHandle {
 export interface FileTaskStoreOptions extends TaskStoreOptions {
   /** Every file operation goes through it, creating the directory included; default node:fs (its callback API). */
   fs?: FileSystem
+  /** Heap the read cache may take, in bytes (2 per character of each file's text); default a sixteenth of the heap limit. */
+  readCacheBytes?: number
 }
 
 /** A save never takes this long, so a tmp file this old is abandoned whoever wrote it. */
 const ABANDONED_TMP_AGE_MS = 10 * 60_000
 const FILE_SYSTEM_METHODS = ["mkdir", "open", "rename", "rm", "readFile", "readdir", "stat"] as const
-/** How many files' text get() keeps to skip re-reading them (about 1 KB each). */
+/** How many files' text get() keeps to skip re-reading them, and the heap they may take: a sixteenth of the heap limit. */
 const READ_CACHE_ENTRIES = 10_000
+const READ_CACHE_HEAP_FRACTION = 1 / 16
+/** A cached read's own objects (the record, its path key), besides the text. */
+const CACHED_READ_HEAP_BYTES = 512
 
 /** A file's text as read, and the stat that says it is still the same file. */
 interface CachedRead {
@@ -51,6 +57,10 @@ interface CachedRead {
   text: string
   /** The id of the Task in the text. */
   id: string
+}
+
+function weighCachedRead(read: CachedRead): number {
+  return CACHED_READ_HEAP_BYTES + textHeapBytes(read.text) + textHeapBytes(read.id)
 }
 
 /** Settles with what a node:fs callback function gives. */
@@ -117,8 +127,8 @@ export class FileTaskStore implements TaskStore {
   /** The directory fsync under way, and the one queued to follow it (see syncDirectoryAfterRename). */
   private dirSyncRunning: Promise<void> | undefined
   private dirSyncNext: Promise<void> | undefined
-  /** Text of files read before, by path, the longest ago read first. */
-  private readonly readCache = new AgingMap<string, CachedRead>()
+  /** Text of files read before, by path, the longest ago read first; a file bigger than the whole budget is read every time. */
+  private readonly readCache: BoundedCache<string, CachedRead>
 
   constructor(dir: string, options: FileTaskStoreOptions = {}) {
     if (typeof dir !== "string" || dir.length === 0) {
@@ -128,6 +138,11 @@ export class FileTaskStore implements TaskStore {
     if (custom !== undefined && FILE_SYSTEM_METHODS.some((name) => typeof custom?.[name] !== "function")) {
       throw new TypeError(`FileTaskStore options.fs should be an object with ${FILE_SYSTEM_METHODS.join(", ")} methods, like node:fs/promises`)
     }
+    const { readCacheBytes = heapShare(READ_CACHE_HEAP_FRACTION) } = options
+    if (!(Number.isInteger(readCacheBytes) && readCacheBytes >= 0)) {
+      throw new TypeError("FileTaskStore options.readCacheBytes should be a whole number of bytes >= 0 (0: no read cache)")
+    }
+    this.readCache = new BoundedCache({ maxEntries: READ_CACHE_ENTRIES, maxBytes: readCacheBytes }, weighCachedRead)
     this.dir = path.resolve(dir)
     this.fs = custom ?? defaultFileSystem
     this.report = errorReporter("FileTaskStore", options.onError)
@@ -201,7 +216,6 @@ export class FileTaskStore implements TaskStore {
       read = { text, id: task.id, task }
       if (ino !== undefined && size !== undefined && ctimeMs !== undefined) {
         this.readCache.set(file, { ino, size, mtimeMs, ctimeMs, text, id: task.id })
-        if (this.readCache.size > READ_CACHE_ENTRIES) this.readCache.shift()
       }
     }
     // A hashed file name could in theory be shared by two ids; the id inside decides.

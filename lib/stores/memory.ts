@@ -1,50 +1,120 @@
 import { AgingMap } from "../aging-map.js"
+import { heapShare, textHeapBytes } from "../heap-budget.js"
 import type { A2ATask } from "../types.js"
 import { TERMINAL_STATES } from "../types.js"
 import { errorReporter, type TaskStoreOptions } from "./background-errors.js"
 import { listKeyOf, pageOf, withoutArtifacts, type ListKey, type TaskPage, type TaskQuery } from "./list.js"
+import { retentionTtlMs } from "./retention.js"
+import { StoreFullError, type StoreLimit } from "./store-full.js"
 import { assertTask, assertTaskId } from "./task-checks.js"
 import type { TaskStore } from "./task-store.js"
 
 export interface InMemoryTaskStoreOptions extends TaskStoreOptions {
-  /** Most Tasks held; past it the oldest finished ones are dropped (default 100000). Unfinished Tasks are never dropped. */
+  /** Most Tasks held (default 100000). Past it the oldest finished ones are dropped; a new Task that leaves no room is refused. */
   maxTasks?: number
-  /** Finished Tasks are dropped this long after they finished (default: kept until maxTasks pushes them out). */
+  /**
+   * Most heap the stored Tasks may take, in bytes: 2 per character of each
+   * Task's JSON plus 1 KiB per Task (default a quarter of the heap limit).
+   * Past it as past maxTasks.
+   */
+  maxBytes?: number
+  /** Most Tasks one owner (a principal, or all Tasks created without authentication) holds (default half of maxTasks). */
+  maxTasksPerOwner?: number
+  /** Most bytes one owner's Tasks take, counted as for maxBytes (default half of maxBytes). */
+  maxBytesPerOwner?: number
+  /** Finished Tasks are dropped this long after they finished (default: kept until a bound pushes them out). Same as `retention`. */
   terminalTtlMs?: number
 }
 
-/** A stored Task: its JSON, parsed anew for every get, and the fields list() filters and orders by. */
+/** The defaults: 100000 Tasks, a quarter of the heap, half of each for one owner. */
+export const MEMORY_DEFAULT_MAX_TASKS = 100_000
+export const MEMORY_HEAP_FRACTION = 1 / 4
+export const MEMORY_OWNER_SHARE = 1 / 2
+/** A stored Task's heap besides its JSON text: its entry, list key, map slots (measured: 520-830 bytes). */
+const ENTRY_HEAP_BYTES = 1024
+
+/** A Task's owner as list keys hold it: a principal, null (created without authentication), false (not a name). */
+type Owner = ListKey["owner"]
+
+/** A stored Task: its JSON, parsed anew for every get, the fields list() filters and orders by, and its weight. */
 interface Entry {
   json: string
   key: ListKey
+  bytes: number
+  finished: boolean
 }
 
+/** What one owner holds (or the whole store): counts, and its finished Tasks in finishing order with their expiry. */
+interface Holding {
+  tasks: number
+  bytes: number
+  finishedBytes: number
+  finished: AgingMap<string, number>
+}
+
+const newHolding = (): Holding => ({ tasks: 0, bytes: 0, finishedBytes: 0, finished: new AgingMap() })
 const keyOfEntry = (entry: Entry): ListKey => entry.key
 
 /**
  * Tasks in a Map, for the life of the process. Every save and get copies
  * (through JSON, faster here than structuredClone), so a caller mutating a
- * Task it handed in or got back never changes what is stored. Bounded:
- * finished Tasks make room for new ones.
+ * Task it handed in or got back never changes what is stored.
+ *
+ * Bounded in Tasks and bytes, in total and per owner. Past a bound, finished
+ * Tasks are dropped, those finished longest ago first: past an owner's share,
+ * that owner's own; past the total, anyone's. A new Task that cannot be made
+ * room for (what is left is unfinished) is refused with StoreFullError. A
+ * save of a Task already held (a running Task's next state) is never refused,
+ * and the Task just saved is never the one dropped: the store may then hold
+ * more than its bound, by the growth of the Tasks under way, until finished
+ * Tasks make room.
  */
 export class InMemoryTaskStore implements TaskStore {
   private readonly tasks = new Map<string, Entry>()
-  /** Finished Tasks and when they expire, in finishing order. */
-  private readonly expiries = new AgingMap<string, number>()
-  private readonly maxTasks: number
+  private readonly all = newHolding()
+  private readonly owners = new Map<Owner, Holding>()
+  private readonly limits: Record<StoreLimit, number>
   private readonly terminalTtlMs: number | undefined
 
   constructor(opts: InMemoryTaskStoreOptions = {}) {
-    if (opts.maxTasks !== undefined && !(Number.isInteger(opts.maxTasks) && opts.maxTasks > 0)) {
-      throw new TypeError("InMemoryTaskStore: opts.maxTasks should be a positive integer")
+    for (const name of ["maxTasks", "maxBytes", "maxTasksPerOwner", "maxBytesPerOwner"] as const) {
+      const value = opts[name]
+      if (value !== undefined && !(Number.isInteger(value) && value > 0)) throw new TypeError(`InMemoryTaskStore: opts.${name} should be a positive integer`)
     }
     if (opts.terminalTtlMs !== undefined && !(Number.isFinite(opts.terminalTtlMs) && opts.terminalTtlMs >= 0)) {
       throw new TypeError("InMemoryTaskStore: opts.terminalTtlMs should be a number of milliseconds >= 0")
     }
-    this.maxTasks = opts.maxTasks ?? 100_000
-    this.terminalTtlMs = opts.terminalTtlMs
+    const retention = retentionTtlMs("InMemoryTaskStore", opts.retention)
+    if (retention !== undefined && opts.terminalTtlMs !== undefined) {
+      throw new TypeError("InMemoryTaskStore: opts.retention and opts.terminalTtlMs both set how long finished Tasks are kept; give one")
+    }
+    const maxTasks = opts.maxTasks ?? MEMORY_DEFAULT_MAX_TASKS
+    const maxBytes = opts.maxBytes ?? heapShare(MEMORY_HEAP_FRACTION)
+    this.limits = {
+      maxTasks,
+      maxBytes,
+      maxTasksPerOwner: Math.min(maxTasks, opts.maxTasksPerOwner ?? Math.ceil(maxTasks * MEMORY_OWNER_SHARE)),
+      maxBytesPerOwner: Math.min(maxBytes, opts.maxBytesPerOwner ?? Math.ceil(maxBytes * MEMORY_OWNER_SHARE)),
+    }
+    this.terminalTtlMs = retention ?? opts.terminalTtlMs
     // Checked like every store's; a store in memory has no background work to report.
     errorReporter("InMemoryTaskStore", opts.onError)
+  }
+
+  /** The bounds in force, defaults applied. */
+  get bounds(): Readonly<Record<StoreLimit, number>> {
+    return this.limits
+  }
+
+  /** What the store holds: Tasks and their counted bytes. */
+  get usage(): { tasks: number; bytes: number } {
+    return { tasks: this.all.tasks, bytes: this.all.bytes }
+  }
+
+  /** What one owner holds (a principal; null for Tasks created without authentication). */
+  usageOf(owner: string | null): { tasks: number; bytes: number } {
+    const held = this.owners.get(owner)
+    return { tasks: held?.tasks ?? 0, bytes: held?.bytes ?? 0 }
   }
 
   async get(id: string): Promise<A2ATask | undefined> {
@@ -63,11 +133,14 @@ export class InMemoryTaskStore implements TaskStore {
   async save(task: A2ATask): Promise<void> {
     assertTask(task, "InMemoryTaskStore")
     const json = JSON.stringify(task)
-    this.tasks.set(task.id, { json, key: listKeyOf(task) })
-    this.expiries.delete(task.id)
-    if (TERMINAL_STATES.has(task.status.state)) this.expiries.set(task.id, Date.now() + (this.terminalTtlMs ?? Infinity))
+    const key = listKeyOf(task)
+    const entry: Entry = { json, key, bytes: ENTRY_HEAP_BYTES + textHeapBytes(json), finished: TERMINAL_STATES.has(task.status.state) }
     this.dropExpired()
-    this.makeRoom()
+    const previous = this.tasks.get(task.id)
+    if (previous === undefined) this.admit(entry)
+    else this.remove(task.id, previous)
+    this.add(task.id, entry)
+    this.makeRoom(task.id, entry)
   }
 
   async list(query: TaskQuery): Promise<TaskPage> {
@@ -79,25 +152,79 @@ export class InMemoryTaskStore implements TaskStore {
 
   async delete(id: string): Promise<void> {
     assertTaskId(id)
+    const entry = this.tasks.get(id)
+    if (entry !== undefined) this.remove(id, entry)
+  }
+
+  /** Throws StoreFullError unless dropping finished Tasks can make room for a new one, in its owner's share and in total. */
+  private admit(entry: Entry): void {
+    const owner = entry.key.owner
+    const own = this.owners.get(owner) ?? newHolding()
+    const { maxTasks, maxBytes, maxTasksPerOwner, maxBytesPerOwner } = this.limits
+    const ownerName = owner === false ? undefined : owner
+    if (this.all.tasks - this.all.finished.size + 1 > maxTasks) throw new StoreFullError("InMemoryTaskStore", "maxTasks", maxTasks)
+    if (this.all.bytes - this.all.finishedBytes + entry.bytes > maxBytes) throw new StoreFullError("InMemoryTaskStore", "maxBytes", maxBytes)
+    if (own.tasks - own.finished.size + 1 > maxTasksPerOwner) throw new StoreFullError("InMemoryTaskStore", "maxTasksPerOwner", maxTasksPerOwner, ownerName)
+    if (own.bytes - own.finishedBytes + entry.bytes > maxBytesPerOwner) throw new StoreFullError("InMemoryTaskStore", "maxBytesPerOwner", maxBytesPerOwner, ownerName)
+  }
+
+  private add(id: string, entry: Entry): void {
+    this.tasks.set(id, entry)
+    let own = this.owners.get(entry.key.owner)
+    if (own === undefined) this.owners.set(entry.key.owner, (own = newHolding()))
+    const expiry = entry.finished ? Date.now() + (this.terminalTtlMs ?? Infinity) : 0
+    for (const holding of [this.all, own]) {
+      holding.tasks++
+      holding.bytes += entry.bytes
+      if (entry.finished) {
+        holding.finishedBytes += entry.bytes
+        holding.finished.set(id, expiry)
+      }
+    }
+  }
+
+  private remove(id: string, entry: Entry): void {
     this.tasks.delete(id)
-    this.expiries.delete(id)
+    const own = this.owners.get(entry.key.owner)!
+    for (const holding of [this.all, own]) {
+      holding.tasks--
+      holding.bytes -= entry.bytes
+      if (entry.finished) {
+        holding.finishedBytes -= entry.bytes
+        holding.finished.delete(id)
+      }
+    }
+    if (own.tasks === 0) this.owners.delete(entry.key.owner)
   }
 
   private dropExpired(): void {
     if (this.terminalTtlMs === undefined) return
     const now = Date.now()
-    for (let oldest = this.expiries.oldest(); oldest !== undefined && oldest.value <= now; oldest = this.expiries.oldest()) {
-      this.expiries.delete(oldest.key)
-      this.tasks.delete(oldest.key)
+    for (let oldest = this.all.finished.oldest(); oldest !== undefined && oldest.value <= now; oldest = this.all.finished.oldest()) {
+      this.remove(oldest.key, this.tasks.get(oldest.key)!)
     }
   }
 
-  /** Past the bound, drops finished Tasks, those finished longest ago first. */
-  private makeRoom(): void {
-    while (this.tasks.size > this.maxTasks) {
-      const oldest = this.expiries.shift()
-      if (oldest === undefined) return
-      this.tasks.delete(oldest.key)
+  /**
+   * Past a bound, drops finished Tasks, those finished longest ago first:
+   * the saving owner's own past its share, then anyone's past the total.
+   * Never the Task just saved: then the store stays over until more finish.
+   */
+  private makeRoom(savedId: string, saved: Entry): void {
+    const { maxTasks, maxBytes, maxTasksPerOwner, maxBytesPerOwner } = this.limits
+    const own = this.owners.get(saved.key.owner)!
+    while (own.tasks > maxTasksPerOwner || own.bytes > maxBytesPerOwner) {
+      if (!this.dropOldestFinished(own, savedId)) break
     }
+    while (this.all.tasks > maxTasks || this.all.bytes > maxBytes) {
+      if (!this.dropOldestFinished(this.all, savedId)) break
+    }
+  }
+
+  private dropOldestFinished(holding: Holding, savedId: string): boolean {
+    const oldest = holding.finished.oldest()
+    if (oldest === undefined || oldest.key === savedId) return false
+    this.remove(oldest.key, this.tasks.get(oldest.key)!)
+    return true
   }
 }
