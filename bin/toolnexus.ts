@@ -23,10 +23,10 @@ const log = createLogger({}, await logDestination(config.logFormat))
 const toolkit = await createToolkit()
 const agent = await toolkit.serve(`${config.host.includes(":") ? `[${config.host}]` : config.host}:${config.port}`, {
   client,
-  a2a: { name: config.name, store: config.store, ...(config.publicUrl && { url: config.publicUrl }), ...(config.tokens && { auth: { tokens: config.tokens } }) },
+  a2a: { name: config.name, store: config.store, ...(config.retention && { retention: config.retention }), ...(config.publicUrl && { url: config.publicUrl }), ...(config.tokens && { auth: { tokens: config.tokens } }) },
   logger: log,
 })
-log.info({ url: agent.url, store: withoutPassword(config.store), model: client.model, auth: config.tokens ? "tokens" : "none" }, "toolnexus agent listening")
+log.info({ url: agent.url, store: withoutPassword(config.store), retention: config.retention?.terminalTtl ?? "off", model: client.model, auth: config.tokens ? "tokens" : "none" }, "toolnexus agent listening")
 if (!config.model) {
   log.warn({ model: client.model }, "no model configured: serving an offline echo agent; set --base-url and --model (and TOOLNEXUS_API_KEY) to serve a real one")
 }

@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util"
 import { createClient, createLocalClient, type Client, type ClientOptions } from "./client/client.js"
+import { parseDuration, type RetentionOptions } from "./stores/retention.js"
 import { isPlainHttpUrl, withoutPassword } from "./url-credentials.js"
 
 /** How the command writes its logs: pino-pretty's lines for a person, or pino's JSON lines for a collector. */
@@ -10,6 +11,8 @@ interface CliConfig {
   host: string
   port: number
   store: string
+  /** How long finished Tasks are kept; absent ("off"), for ever. */
+  retention?: RetentionOptions
   name: string
   /** The endpoint URL the agent card advertises; absent, it follows each request's Host header. */
   publicUrl?: string
@@ -31,6 +34,8 @@ Serves an A2A agent over JSON-RPC. Flags win over environment variables.
                          file:<dir>               one JSON file per Task in <dir>
                          postgres://USER@HOST/DB  PostgreSQL; ?table=NAME (needs the pg package)
                          nats://HOST:4222         NATS JetStream KV; ?bucket=NAME (needs the nats package)
+  --retention DURATION finished Tasks older than this are deleted, e.g. 30d, 12h, 90m; "off"
+                       keeps them all (TOOLNEXUS_RETENTION, default 30d)
   --name NAME          agent name on the agent card (TOOLNEXUS_NAME)
   --public-url URL     the URL peers reach the agent at, advertised on the agent card
                        (TOOLNEXUS_PUBLIC_URL; default: taken from each request's Host header)
@@ -47,6 +52,12 @@ Secrets come from the environment only (never flags, so they stay out of ps):
                        set, every request needs Authorization: Bearer <secret> (or x-api-key)
 With no --base-url the server runs an offline echo agent, so a first run needs no key.`
 
+/**
+ * The command's retention: a server left running on the file store grows by about 4 KB per Task for ever
+ * otherwise; 30 days still answers follow-ups to a finished Task and keeps a month to audit.
+ */
+export const DEFAULT_RETENTION = "30d"
+
 /** Flags, then environment, then defaults; `stdoutIsTTY` picks the default log format. Throws naming the flag on a bad value. */
 export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = false): CliConfig | "help" {
   const { values } = parseArgs({
@@ -55,6 +66,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
       host: { type: "string" },
       port: { type: "string" },
       store: { type: "string" },
+      retention: { type: "string" },
       name: { type: "string" },
       "public-url": { type: "string" },
       "base-url": { type: "string" },
@@ -79,12 +91,17 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
   if (publicUrl !== undefined && publicUrl !== "" && !isPlainHttpUrl(publicUrl)) {
     throw new Error(`--public-url should be the http(s) URL peers reach the agent at, without a user or password, got ${JSON.stringify(withoutPassword(publicUrl))}`)
   }
+  const retentionText = values.retention ?? env.TOOLNEXUS_RETENTION ?? DEFAULT_RETENTION
+  if (retentionText !== "off" && parseDuration(retentionText) === undefined) {
+    throw new Error(`--retention should be a duration such as 30d, 12h or 90m, or "off" to keep finished Tasks, got ${JSON.stringify(retentionText)}`)
+  }
   const logFormat = values["log-format"] ?? env.TOOLNEXUS_LOG_FORMAT ?? (stdoutIsTTY ? "pretty" : "json")
   if (logFormat !== "pretty" && logFormat !== "json") throw new Error(`--log-format should be "pretty" or "json", got ${JSON.stringify(logFormat)}`)
   return {
     host: values.host ?? env.TOOLNEXUS_HOST ?? "127.0.0.1",
     port,
     store: values.store ?? env.TOOLNEXUS_STORE ?? "file:./.toolnexus/tasks",
+    ...(retentionText !== "off" ? { retention: { terminalTtl: retentionText } } : {}),
     name: values.name ?? env.TOOLNEXUS_NAME ?? "toolnexus agent",
     ...(publicUrl ? { publicUrl } : {}),
     ...(baseUrl && model ? { model: { baseUrl, style, model, apiKey: env.TOOLNEXUS_API_KEY } } : {}),
