@@ -56,6 +56,18 @@ storeContract("NatsTaskStore", {
     await (await rawBucket(t, (store as NatsTaskStore).bucket)).put(natsKey(id), '{"id":')
   },
   watches: true,
+  retention: true,
+  // A stream that takes no rollups: the sweep's purges are refused, plain puts are not.
+  failSweeps: async (t, store) => {
+    const jsm = await (await rawConnection(t)).jetstreamManager()
+    const stream = `KV_${(store as NatsTaskStore).bucket}`
+    const allowRollups = async (allow: boolean) => {
+      const { config } = await jsm.streams.info(stream)
+      await jsm.streams.update(stream, { ...config, allow_rollup_hdrs: allow })
+    }
+    await allowRollups(false)
+    return () => allowRollups(true)
+  },
 })
 
 t.test("NatsTaskStore keys: plain ids as they are, others reversibly encoded, very long ones hashed", async (t) => {

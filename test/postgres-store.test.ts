@@ -47,6 +47,20 @@ storeContract("PostgresTaskStore", {
     await admin.query(`UPDATE "${(store as PostgresTaskStore).table}" SET task = to_jsonb($1::text) WHERE id = $2`, ['{"id":', id])
   },
   watches: true,
+  retention: true,
+  // A trigger refusing deletes: the sweep's statement fails, saves and reads do not.
+  failSweeps: async (t, store) => {
+    const table = (store as PostgresTaskStore).table
+    const refuse = `"${table}_refuse_delete"`
+    const undo = async () => {
+      await admin.query(`DROP TRIGGER IF EXISTS ${refuse} ON "${table}"`)
+      await admin.query(`DROP FUNCTION IF EXISTS ${refuse}()`)
+    }
+    await admin.query(`CREATE FUNCTION ${refuse}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'deletes are refused here'; END $$`)
+    await admin.query(`CREATE TRIGGER ${refuse} BEFORE DELETE ON "${table}" FOR EACH ROW EXECUTE FUNCTION ${refuse}()`)
+    t.teardown(() => admin.query(`DROP FUNCTION IF EXISTS ${refuse}() CASCADE`))
+    return undo
+  },
 })
 
 t.test("a terminal Task is never overwritten: the save is refused with what the store holds", async (t) => {

@@ -109,8 +109,10 @@ const CLOCK_KEY = "toolnexus.clock"
  *   only a Task last written before it can be expired (a terminal Task is
  *   never written again), so a sweep costs what it deletes, not the bucket.
  *   Each such Task is read and, if `isExpired`, purged on the condition
- *   that it is still the revision read. Delete markers older than the TTL
- *   go too, so deleted Tasks leave nothing behind for good.
+ *   that it is still the revision read. So a Task's age counts from the
+ *   later of its status time and its save: one saved with an old status
+ *   (an import) is kept a TTL from its save. Delete markers older than the
+ *   TTL go too, so deleted Tasks leave nothing behind for good.
  *
  * The `nats` package is imported and the connection made on first use, so
  * constructing a store does no I/O and needs nothing installed.
