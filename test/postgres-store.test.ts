@@ -483,3 +483,40 @@ t.test("an idle connection killed under the pool is reported, and the next query
   t.equal(errors[0].operation, "connection")
   t.equal((await store.get("p-1"))?.id, "p-1")
 })
+
+t.test("retention: thousands of expired rows go in batches; a row another transaction holds is skipped, not waited for; two servers sweeping at once stay out of each other's way", async (t) => {
+  const { open, table } = tablesFor(t)
+  const seed = open()
+  await seed.open()
+  const old = new Date(Date.now() - 2 * 86_400_000).toISOString()
+  // 2,500 expired rows: three batches, written by SQL to keep the test quick.
+  await admin.query(
+    `INSERT INTO "${table}" (id, task, state, status_ts)
+     SELECT 'old-' || i, jsonb_build_object('id', 'old-' || i, 'kind', 'task', 'status', jsonb_build_object('state', 'completed', 'timestamp', $1::text)), 'completed', $1
+       FROM generate_series(1, 2500) AS i`,
+    [old],
+  )
+  await seed.save(task("held", "failed", { status: { state: "failed", timestamp: old } }))
+  await seed.save(task("running", "working", { status: { state: "working", timestamp: old } }))
+  const heard = new Set<string>()
+  t.teardown(await seed.watch((id) => heard.add(id)))
+  const holder = new pg.Client({ connectionString: PG_URL })
+  await holder.connect()
+  t.teardown(() => holder.end())
+  await holder.query("BEGIN")
+  await holder.query(`SELECT 1 FROM "${table}" WHERE id = 'held' FOR UPDATE`)
+
+  const reported: Error[] = []
+  const retention = { terminalTtl: "1d", sweepInterval: 10 }
+  const sweepers = [open({ retention, onError: (err) => reported.push(err) }), open({ retention, onError: (err) => reported.push(err) })]
+  await Promise.all(sweepers.map((store) => store.open()))
+  const ids = async () => (await admin.query<{ id: string }>(`SELECT id FROM "${table}" ORDER BY id`)).rows.map((row) => row.id)
+  await waitFor(async () => (await ids()).length === 2, 20_000, "every expired row but the held one deleted")
+  t.same(await ids(), ["held", "running"], "the held row was skipped while the others went; the unfinished one stays")
+  await holder.query("COMMIT")
+  await waitFor(async () => (await ids()).length === 1, 20_000, "the held row deleted once it is free")
+  t.same(await ids(), ["running"])
+  await waitFor(() => heard.size === 2501, 20_000, "a notification for every deleted row")
+  t.ok(heard.has("held") && heard.has("old-1") && heard.has("old-2500"), "NOTIFY names each deleted id")
+  t.same(reported, [], "neither server's sweep failed")
+})
