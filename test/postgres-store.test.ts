@@ -6,6 +6,8 @@ import { pageOfTasks, type TaskQuery } from "../lib/stores/list.js"
 import { PostgresTaskStore, type PostgresTaskStoreOptions } from "../lib/stores/postgres.js"
 import { TaskConflictError } from "../lib/stores/task-store.js"
 import type { A2ATask } from "../lib/types.js"
+import { createLocalClient } from "../lib/client/client.js"
+import { serve } from "../plugins/serve.js"
 import { PG_URL, sampleTask, waitFor } from "./helpers.js"
 import { storeContract } from "./store-contract.js"
 
@@ -519,4 +521,20 @@ t.test("retention: thousands of expired rows go in batches; a row another transa
   await waitFor(() => heard.size === 2501, 20_000, "a notification for every deleted row")
   t.ok(heard.has("held") && heard.has("old-1") && heard.has("old-2500"), "NOTIFY names each deleted id")
   t.same(reported, [], "neither server's sweep failed")
+})
+
+t.test("serve()'s a2a.retention reaches the store the plugin builds from a postgres:// selector", async (t) => {
+  const { open, table } = tablesFor(t)
+  const other = open()
+  const old = new Date(Date.now() - 2 * 86_400_000).toISOString()
+  const served = await serve("127.0.0.1:0", {
+    client: createLocalClient(() => "done"),
+    logger: false,
+    a2a: { store: `${PG_URL}?table=${table}`, retention: { terminalTtl: "1d", sweepInterval: 10 } },
+  })
+  t.teardown(() => served.close())
+  await other.save(task("expired", "completed", { status: { state: "completed", timestamp: old } }))
+  await other.save(task("recent", "completed", { status: { state: "completed", timestamp: new Date().toISOString() } }))
+  await waitFor(async () => (await other.get("expired")) === undefined, 20_000, "the served store's sweep")
+  t.equal((await other.get("recent"))?.status.state, "completed", "a recent finished Task stays")
 })
