@@ -1,6 +1,5 @@
 import type { A2ATask } from "../types.js"
 import { TERMINAL_STATES } from "../types.js"
-import type { ReportError } from "./background-errors.js"
 
 /** How long a store keeps finished Tasks. */
 export interface RetentionOptions {
@@ -26,6 +25,13 @@ const MIN_SWEEP_INTERVAL_MS = 10
 const MAX_TIMER_MS = 2 ** 31 - 1
 /** The earliest cutoff: a TTL reaching past year 0 expires nothing, and has no ISO form to compare with. */
 const EARLIEST_CUTOFF_MS = Date.parse("0000-01-01T00:00:00.000Z")
+/**
+ * How a sweeper reports a failed sweep: a store's ReportError fits. Declared
+ * here, not imported, so this module and background-errors.ts (which names
+ * RetentionOptions) do not import each other.
+ */
+export type ReportSweepFailure = (err: unknown, operation: "retention") => void
+
 /** What a status timestamp must start with to have an age: an ISO 8601 date and the time after it. */
 export const ISO_DATE_TIME_START = /^\d{4}-\d{2}-\d{2}T/
 
@@ -78,7 +84,7 @@ export function retentionSweeper(
   store: string,
   retention: unknown,
   deleteFinishedBefore: (cutoff: string) => Promise<number>,
-  report: ReportError,
+  report: ReportSweepFailure,
 ): RetentionSweeper | undefined {
   const ttl = retentionTtlMs(store, retention)
   if (ttl === undefined) return undefined
@@ -103,7 +109,7 @@ export class RetentionSweeper {
   constructor(
     private readonly ttlMs: number,
     private readonly deleteFinishedBefore: (cutoff: string) => Promise<number>,
-    private readonly report: ReportError,
+    private readonly report: ReportSweepFailure,
     intervalMs?: number,
   ) {
     const asked = intervalMs ?? Math.min(MAX_SWEEP_INTERVAL_MS, ttlMs / 4)
