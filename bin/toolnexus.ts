@@ -26,6 +26,7 @@ const agent = await toolkit.serve(`${config.host.includes(":") ? `[${config.host
   a2a: {
     name: config.name,
     store: config.store,
+    ...(config.retention && { retention: config.retention }),
     ...(config.publicUrl && { url: config.publicUrl }),
     ...(config.tokens && { auth: { tokens: config.tokens, unownedTasksBelongTo: config.unownedTasksBelongTo } }),
     ...config.streams,
@@ -37,6 +38,7 @@ log.info(
   {
     url: agent.url,
     store: withoutPassword(config.store),
+    retention: config.retention?.terminalTtl ?? "off",
     model: client.model,
     auth: config.tokens ? "tokens" : "none",
     ...(config.unownedTasksBelongTo && { unownedTasksBelongTo: config.unownedTasksBelongTo }),

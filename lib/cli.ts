@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util"
 import { createClient, createLocalClient, type Client, type ClientOptions } from "./client/client.js"
-import { parseDuration } from "./duration.js"
+import { MAX_TIMER_MS, parseDuration } from "./duration.js"
+import type { RetentionOptions } from "./stores/retention.js"
 import { isPlainHttpUrl, withoutPassword } from "./url-credentials.js"
 
 /** How the command writes its logs: pino-pretty's lines for a person, or pino's JSON lines for a collector. */
@@ -11,6 +12,8 @@ interface CliConfig {
   host: string
   port: number
   store: string
+  /** How long finished Tasks are kept; absent ("off"), for ever. */
+  retention?: RetentionOptions
   name: string
   /** The endpoint URL the agent card advertises; absent, it follows each request's Host header. */
   publicUrl?: string
@@ -38,6 +41,8 @@ Serves an A2A agent over JSON-RPC. Flags win over environment variables.
                          file:<dir>               one JSON file per Task in <dir>
                          postgres://USER@HOST/DB  PostgreSQL; ?table=NAME (needs the pg package)
                          nats://HOST:4222         NATS JetStream KV; ?bucket=NAME (needs the nats package)
+  --retention DURATION finished Tasks older than this are deleted, e.g. 30d, 12h, 90m; "off"
+                       keeps them all (TOOLNEXUS_RETENTION, default 30d)
   --name NAME          agent name on the agent card (TOOLNEXUS_NAME)
   --public-url URL     the URL peers reach the agent at, advertised on the agent card
                        (TOOLNEXUS_PUBLIC_URL; default: taken from each request's Host header)
@@ -71,6 +76,12 @@ Secrets come from the environment only (never flags, so they stay out of ps):
                        set, every request needs Authorization: Bearer <secret> (or x-api-key)
 With no --base-url the server runs an offline echo agent, so a first run needs no key.`
 
+/**
+ * The command's retention: a server left running on the file store grows by about 4 KB per Task for ever
+ * otherwise; 30 days still answers follow-ups to a finished Task and keeps a month to audit.
+ */
+export const DEFAULT_RETENTION = "30d"
+
 /** Flags, then environment, then defaults; `stdoutIsTTY` picks the default log format. Throws naming the flag on a bad value. */
 export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = false): CliConfig | "help" {
   const { values } = parseArgs({
@@ -79,6 +90,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
       host: { type: "string" },
       port: { type: "string" },
       store: { type: "string" },
+      retention: { type: "string" },
       name: { type: "string" },
       "public-url": { type: "string" },
       "base-url": { type: "string" },
@@ -110,6 +122,10 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
   if (publicUrl !== undefined && publicUrl !== "" && !isPlainHttpUrl(publicUrl)) {
     throw new Error(`--public-url should be the http(s) URL peers reach the agent at, without a user or password, got ${JSON.stringify(withoutPassword(publicUrl))}`)
   }
+  const retentionText = values.retention ?? env.TOOLNEXUS_RETENTION ?? DEFAULT_RETENTION
+  if (retentionText !== "off" && parseDuration(retentionText) === undefined) {
+    throw new Error(`--retention should be a duration such as 30d, 12h or 90m, or "off" to keep finished Tasks, got ${JSON.stringify(retentionText)}`)
+  }
   const logFormat = values["log-format"] ?? env.TOOLNEXUS_LOG_FORMAT ?? (stdoutIsTTY ? "pretty" : "json")
   if (logFormat !== "pretty" && logFormat !== "json") throw new Error(`--log-format should be "pretty" or "json", got ${JSON.stringify(logFormat)}`)
   const setting = (flag: keyof typeof values) => {
@@ -140,6 +156,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     host: values.host ?? env.TOOLNEXUS_HOST ?? "127.0.0.1",
     port,
     store: values.store ?? env.TOOLNEXUS_STORE ?? "file:./.toolnexus/tasks",
+    ...(retentionText !== "off" ? { retention: { terminalTtl: retentionText } } : {}),
     name: values.name ?? env.TOOLNEXUS_NAME ?? "toolnexus agent",
     ...(publicUrl ? { publicUrl } : {}),
     ...(baseUrl && model ? { model: { baseUrl, style, model, apiKey: env.TOOLNEXUS_API_KEY } } : {}),
@@ -150,9 +167,6 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     logFormat,
   }
 }
-
-/** Node's longest timer: a longer heartbeat would fire at once. */
-const MAX_TIMER_MS = 2 ** 31 - 1
 
 /** A duration flag in whole milliseconds, 1 ms to ~24.8 days: digits are ms, or digits with ms, s, m, h or d. Throws naming the flag. */
 function durationFlag(flag: string, text: string | undefined): number | undefined {

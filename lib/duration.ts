@@ -9,3 +9,6 @@ export function parseDuration(value: unknown): number | undefined {
   const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)\s*$/.exec(value)
   return match ? Number(match[1]) * UNIT_MS[match[2]] : undefined
 }
+
+/** Node's longest timer (2^31 - 1 ms, about 24.8 days): a longer delay fires at once, with a warning. */
+export const MAX_TIMER_MS = 2 ** 31 - 1

@@ -34,7 +34,7 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
       `shutdownGraceMs cut to ${graceMs} ms: Fastify ends the close hook after pluginTimeout, which must be at least the grace + ${CLOSE_MARGIN_MS} ms`,
     )
   }
-  const { store, ownsStore } = await openStore(opts.store, log)
+  const { store, ownsStore } = await openStore(opts.store, log, opts.retention)
   const events = new TaskEvents()
   const runner = new TaskRunner({
     store,

@@ -1,10 +1,12 @@
 import type { FastifyRequest } from "fastify"
 import type { AuthSettings } from "../lib/a2a/auth.js"
 import { checkCardOptions, type CardOptions } from "../lib/a2a/card.js"
-import { ABORT_WAIT_MS, MAX_TIMER_MS } from "../lib/a2a/runner.js"
+import { ABORT_WAIT_MS } from "../lib/a2a/runner.js"
+import { MAX_TIMER_MS } from "../lib/duration.js"
 import type { Client } from "../lib/client/client.js"
 import { errorFields, type Logger } from "../lib/log.js"
 import type { StoreErrorHandler } from "../lib/stores/background-errors.js"
+import { retentionTtlMs, type RetentionOptions } from "../lib/stores/retention.js"
 import { resolveStore, type StoreSelector } from "../lib/stores/resolve.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import type { Toolkit } from "../lib/tools/types.js"
@@ -17,6 +19,12 @@ export interface ToolnexusA2AOptions extends CardOptions {
   toolkit?: Toolkit
   /** Where Tasks live: "memory" (default), "file:<dir>", or your own TaskStore. */
   store?: StoreSelector
+  /**
+   * Deletes finished Tasks whose status is older than `terminalTtl` ("30d", "12h" or ms) in the background,
+   * for a store built from a selector. Omitted: finished Tasks are kept. A store object of your own is
+   * given its retention when you build it; setting both is refused.
+   */
+  retention?: RetentionOptions
   /** Mounts the JSON-RPC route and the agent card under this path, e.g. "/agents/desk". */
   prefix?: string
   /**
@@ -130,6 +138,12 @@ export function checkOptions(opts: ToolnexusA2AOptions): void {
   if (opts.rateLimit !== undefined && !(Number.isInteger(opts.rateLimit?.max) && opts.rateLimit.max > 0 && opts.rateLimit.timeWindow !== undefined)) {
     throw new TypeError('toolnexus: opts.rateLimit should be { max: <requests>, timeWindow: <ms or "1 minute"> }')
   }
+  if (opts.retention !== undefined) {
+    retentionTtlMs("toolnexus", opts.retention)
+    if (typeof opts.store === "object" && opts.store !== null) {
+      throw new TypeError("toolnexus: opts.retention applies to a store built from a selector (\"file:<dir>\", \"postgres://…\", …); give your own store object its retention when you build it, e.g. new FileTaskStore(dir, { retention })")
+    }
+  }
   if (opts.shutdownGraceMs !== undefined && !(Number.isFinite(opts.shutdownGraceMs) && opts.shutdownGraceMs >= 0)) {
     throw new TypeError("toolnexus: opts.shutdownGraceMs should be a number of milliseconds >= 0")
   }
@@ -139,13 +153,14 @@ export function checkOptions(opts: ToolnexusA2AOptions): void {
 /**
  * The store opts.store selects, and whether the plugin owns it: one it built from a selector is its to
  * close (and is opened here, so a directory or database that cannot be used stops the registration),
- * a host's object stays the host's. The store's background failures go to `log`.
+ * a host's object stays the host's. The store's background failures go to `log`; `retention` is the
+ * plugin's option, for the store built here.
  */
-export async function openStore(selector: StoreSelector | undefined, log: Logger): Promise<{ store: TaskStore; ownsStore: boolean }> {
+export async function openStore(selector: StoreSelector | undefined, log: Logger, retention?: RetentionOptions): Promise<{ store: TaskStore; ownsStore: boolean }> {
   const onError: StoreErrorHandler = (err, context) => log.warn({ ...context, ...errorFields(err) }, "task store background failure")
   let store: TaskStore
   try {
-    store = resolveStore(selector, { onError })
+    store = resolveStore(selector, retention === undefined ? { onError } : { onError, retention })
   } catch (err) {
     throw new Error(`toolnexus: opts.store is not a store selector: ${(err as Error).message}`, { cause: err })
   }

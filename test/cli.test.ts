@@ -15,8 +15,9 @@ import { resolveStore } from "../lib/stores/resolve.js"
 import { callRpc, CLI_BIN, modelServer, postRpc, ROOT, rpc, startCli, tmpDir } from "./helpers.js"
 
 t.test("parseCli: defaults, env and flags", async (t) => {
-  t.same(parseCli([], {}), { host: "127.0.0.1", port: 4000, store: "file:./.toolnexus/tasks", name: "toolnexus agent", logFormat: "json" })
-  t.same(parseCli(["--port", "0", "--store", "memory", "--host", "::1"], { TOOLNEXUS_PORT: "9" }), { host: "::1", port: 0, store: "memory", name: "toolnexus agent", logFormat: "json" })
+  const retention = { terminalTtl: "30d" }
+  t.same(parseCli([], {}), { host: "127.0.0.1", port: 4000, store: "file:./.toolnexus/tasks", retention, name: "toolnexus agent", logFormat: "json" })
+  t.same(parseCli(["--port", "0", "--store", "memory", "--host", "::1"], { TOOLNEXUS_PORT: "9" }), { host: "::1", port: 0, store: "memory", retention, name: "toolnexus agent", logFormat: "json" })
   const withModel = parseCli(["--model", "gpt-x"], { TOOLNEXUS_BASE_URL: "http://127.0.0.1:1/v1", TOOLNEXUS_STYLE: "anthropic", TOOLNEXUS_API_KEY: "k" })
   t.same(withModel !== "help" && withModel.model, { baseUrl: "http://127.0.0.1:1/v1", style: "anthropic", model: "gpt-x", apiKey: "k" })
   t.equal(parseCli(["-h"], {}), "help")
@@ -29,6 +30,23 @@ t.test("parseCli: defaults, env and flags", async (t) => {
   t.throws(() => parseCli([], { TOOLNEXUS_TOKENS: "hunter2-no-principal" }), /entry 1 should be secret=principal/)
   t.notMatch(String((() => { try { parseCli([], { TOOLNEXUS_TOKENS: "hunter2-no-principal" }) } catch (e) { return e } })()), /hunter2/, "the secret is not echoed")
   t.throws(() => parseCli(["--api-key", "x"], {}), /Unknown option/)
+})
+
+t.test("parseCli: --retention / TOOLNEXUS_RETENTION, 30 days unless told, \"off\" keeps every finished Task", async (t) => {
+  const retention = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
+    const config = parseCli(argv, env)
+    return config === "help" ? config : config.retention
+  }
+  t.same(retention([]), { terminalTtl: "30d" }, "the default: 30 days")
+  t.same(retention(["--retention", "12h"]), { terminalTtl: "12h" })
+  t.same(retention([], { TOOLNEXUS_RETENTION: "7d" }), { terminalTtl: "7d" }, "from the environment")
+  t.same(retention(["--retention", "90m"], { TOOLNEXUS_RETENTION: "7d" }), { terminalTtl: "90m" }, "the flag wins over the environment")
+  t.equal(retention(["--retention", "off"]), undefined, '"off": no retention, finished Tasks are kept')
+  t.equal(retention([], { TOOLNEXUS_RETENTION: "off" }), undefined)
+  for (const bad of ["forever", "30", "-1d", "30 days", ""]) {
+    t.throws(() => parseCli([`--retention=${bad}`], {}), { message: `--retention should be a duration such as 30d, 12h or 90m, or "off" to keep finished Tasks, got ${JSON.stringify(bad)}` }, JSON.stringify(bad))
+  }
+  t.match(USAGE, /--retention DURATION .*\n.*TOOLNEXUS_RETENTION, default 30d/, "the usage text names the flag, the variable and the default")
 })
 
 t.test("parseCli: the log format is pretty on a terminal and JSON lines otherwise, unless a flag or TOOLNEXUS_LOG_FORMAT says", async (t) => {

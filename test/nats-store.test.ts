@@ -56,6 +56,18 @@ storeContract("NatsTaskStore", {
     await (await rawBucket(t, (store as NatsTaskStore).bucket)).put(natsKey(id), '{"id":')
   },
   watches: true,
+  retention: true,
+  // A stream that takes no rollups: the sweep's purges are refused, plain puts are not.
+  failSweeps: async (t, store) => {
+    const jsm = await (await rawConnection(t)).jetstreamManager()
+    const stream = `KV_${(store as NatsTaskStore).bucket}`
+    const allowRollups = async (allow: boolean) => {
+      const { config } = await jsm.streams.info(stream)
+      await jsm.streams.update(stream, { ...config, allow_rollup_hdrs: allow })
+    }
+    await allowRollups(false)
+    return () => allowRollups(true)
+  },
 })
 
 t.test("NatsTaskStore keys: plain ids as they are, others reversibly encoded, very long ones hashed", async (t) => {
@@ -336,4 +348,33 @@ t.test("NatsTaskStore refuses bad options, naming the option", async (t) => {
   t.equal(store.bucket, "My-Tasks_1")
   t.equal(store.leaseBucket, "toolnexus_leases")
   t.equal(new NatsTaskStore("nats://127.0.0.1").bucket, "toolnexus_tasks")
+})
+
+t.test("NatsTaskStore.delete purges: on a bucket made with history, no earlier value of the Task is left", async (t) => {
+  const [store] = await storesOnNewBuckets(t, 1)
+  // The bucket made by someone else first, keeping 5 values per key: the store binds to it as it is.
+  const raw = await (await rawConnection(t)).jetstream().views.kv(store.bucket, { history: 5 })
+  for (const state of ["submitted", "working", "completed"] as const) await store.save(task("h", state))
+  const kept = []
+  for await (const entry of await raw.history({ key: "h" })) kept.push(entry.operation)
+  t.same(kept, ["PUT", "PUT", "PUT"], "the bucket keeps every value")
+  await store.delete("h")
+  const left = []
+  for await (const entry of await raw.history({ key: "h" })) left.push(entry.operation)
+  t.same(left, ["PURGE"], "only the marker that says it is gone")
+})
+
+t.test("NatsTaskStore retention: a swept Task leaves nothing in the bucket once its marker is a TTL old", async (t) => {
+  const [store] = await storesOnNewBuckets(t, 1, NATS_URL, { retention: { terminalTtl: "1s", sweepInterval: 10 } })
+  const old = new Date(Date.now() - 2 * 86_400_000).toISOString()
+  for (const id of ["gone-1", "gone-2", "a/b"]) await store.save(task(id, "completed", { status: { state: "completed", timestamp: old } }))
+  await store.save(task("kept", "working", { status: { state: "working", timestamp: old } }))
+  await store.save(task("deleted", "working"))
+  await store.delete("deleted")
+  const jsm = await (await rawConnection(t)).jetstreamManager()
+  const messages = async () => (await jsm.streams.info(`KV_${store.bucket}`)).state.messages
+  await waitFor(async () => (await messages()) === 1, 20_000, "only the kept Task's value left in the stream")
+  t.same((await store.list({})).tasks.map((each) => each.id), ["kept"])
+  await store.save(task("gone-1", "submitted"))
+  t.equal((await store.get("gone-1"))?.status.state, "submitted", "a swept id can be saved again, its marker gone")
 })

@@ -110,6 +110,8 @@ t.test("bad options fail at registration, naming the option", async (t) => {
     [{ name: "" }, /opts\.name should be a non-empty string/],
     [{ skills: [{ id: "x" }] as never }, /opts\.skills\[0\]\.name should be a string/],
     [{ provider: { organization: "x" } as never }, /opts\.provider should be/],
+    [{ retention: { terminalTtl: "a while" } }, /^toolnexus: opts\.retention should be \{ terminalTtl: <ms, or a duration such as "30d"/],
+    [{ retention: { terminalTtl: "30d" }, store: new RecordingStore() }, /^toolnexus: opts\.retention applies to a store built from a selector .*give your own store object its retention when you build it/],
   ]
   for (const [opts, message] of cases) {
     const app = Fastify()

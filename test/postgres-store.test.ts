@@ -6,6 +6,8 @@ import { pageOfTasks, type TaskQuery } from "../lib/stores/list.js"
 import { PostgresTaskStore, type PostgresTaskStoreOptions } from "../lib/stores/postgres.js"
 import { TaskConflictError } from "../lib/stores/task-store.js"
 import type { A2ATask } from "../lib/types.js"
+import { createLocalClient } from "../lib/client/client.js"
+import { serve } from "../plugins/serve.js"
 import { PG_URL, sampleTask, waitFor } from "./helpers.js"
 import { storeContract } from "./store-contract.js"
 
@@ -47,6 +49,20 @@ storeContract("PostgresTaskStore", {
     await admin.query(`UPDATE "${(store as PostgresTaskStore).table}" SET task = to_jsonb($1::text) WHERE id = $2`, ['{"id":', id])
   },
   watches: true,
+  retention: true,
+  // A trigger refusing deletes: the sweep's statement fails, saves and reads do not.
+  failSweeps: async (t, store) => {
+    const table = (store as PostgresTaskStore).table
+    const refuse = `"${table}_refuse_delete"`
+    const undo = async () => {
+      await admin.query(`DROP TRIGGER IF EXISTS ${refuse} ON "${table}"`)
+      await admin.query(`DROP FUNCTION IF EXISTS ${refuse}()`)
+    }
+    await admin.query(`CREATE FUNCTION ${refuse}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'deletes are refused here'; END $$`)
+    await admin.query(`CREATE TRIGGER ${refuse} BEFORE DELETE ON "${table}" FOR EACH ROW EXECUTE FUNCTION ${refuse}()`)
+    t.teardown(() => admin.query(`DROP FUNCTION IF EXISTS ${refuse}() CASCADE`))
+    return undo
+  },
 })
 
 t.test("a terminal Task is never overwritten: the save is refused with what the store holds", async (t) => {
@@ -468,4 +484,57 @@ t.test("an idle connection killed under the pool is reported, and the next query
   await waitFor(() => errors.length > 0, 20_000, "the error reported")
   t.equal(errors[0].operation, "connection")
   t.equal((await store.get("p-1"))?.id, "p-1")
+})
+
+t.test("retention: thousands of expired rows go in batches; a row another transaction holds is skipped, not waited for; two servers sweeping at once stay out of each other's way", async (t) => {
+  const { open, table } = tablesFor(t)
+  const seed = open()
+  await seed.open()
+  const old = new Date(Date.now() - 2 * 86_400_000).toISOString()
+  // 2,500 expired rows: three batches, written by SQL to keep the test quick.
+  await admin.query(
+    `INSERT INTO "${table}" (id, task, state, status_ts)
+     SELECT 'old-' || i, jsonb_build_object('id', 'old-' || i, 'kind', 'task', 'status', jsonb_build_object('state', 'completed', 'timestamp', $1::text)), 'completed', $1
+       FROM generate_series(1, 2500) AS i`,
+    [old],
+  )
+  await seed.save(task("held", "failed", { status: { state: "failed", timestamp: old } }))
+  await seed.save(task("running", "working", { status: { state: "working", timestamp: old } }))
+  const heard = new Set<string>()
+  t.teardown(await seed.watch((id) => heard.add(id)))
+  const holder = new pg.Client({ connectionString: PG_URL })
+  await holder.connect()
+  t.teardown(() => holder.end())
+  await holder.query("BEGIN")
+  await holder.query(`SELECT 1 FROM "${table}" WHERE id = 'held' FOR UPDATE`)
+
+  const reported: Error[] = []
+  const retention = { terminalTtl: "1d", sweepInterval: 10 }
+  const sweepers = [open({ retention, onError: (err) => reported.push(err) }), open({ retention, onError: (err) => reported.push(err) })]
+  await Promise.all(sweepers.map((store) => store.open()))
+  const ids = async () => (await admin.query<{ id: string }>(`SELECT id FROM "${table}" ORDER BY id`)).rows.map((row) => row.id)
+  await waitFor(async () => (await ids()).length === 2, 20_000, "every expired row but the held one deleted")
+  t.same(await ids(), ["held", "running"], "the held row was skipped while the others went; the unfinished one stays")
+  await holder.query("COMMIT")
+  await waitFor(async () => (await ids()).length === 1, 20_000, "the held row deleted once it is free")
+  t.same(await ids(), ["running"])
+  await waitFor(() => heard.size === 2501, 20_000, "a notification for every deleted row")
+  t.ok(heard.has("held") && heard.has("old-1") && heard.has("old-2500"), "NOTIFY names each deleted id")
+  t.same(reported, [], "neither server's sweep failed")
+})
+
+t.test("serve()'s a2a.retention reaches the store the plugin builds from a postgres:// selector", async (t) => {
+  const { open, table } = tablesFor(t)
+  const other = open()
+  const old = new Date(Date.now() - 2 * 86_400_000).toISOString()
+  const served = await serve("127.0.0.1:0", {
+    client: createLocalClient(() => "done"),
+    logger: false,
+    a2a: { store: `${PG_URL}?table=${table}`, retention: { terminalTtl: "1d", sweepInterval: 10 } },
+  })
+  t.teardown(() => served.close())
+  await other.save(task("expired", "completed", { status: { state: "completed", timestamp: old } }))
+  await other.save(task("recent", "completed", { status: { state: "completed", timestamp: new Date().toISOString() } }))
+  await waitFor(async () => (await other.get("expired")) === undefined, 20_000, "the served store's sweep")
+  t.equal((await other.get("recent"))?.status.state, "completed", "a recent finished Task stays")
 })

@@ -1,8 +1,9 @@
+import { createHook } from "node:async_hooks"
 import t, { type Test } from "tap"
 import { withInternals } from "../lib/internals.js"
 import type { StoreErrorContext, TaskStoreOptions } from "../lib/stores/background-errors.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
-import type { A2ATask } from "../lib/types.js"
+import type { A2ATask, TaskState } from "../lib/types.js"
 import { sampleTask, waitFor } from "./helpers.js"
 
 /**
@@ -19,6 +20,13 @@ export interface StoreHarness {
   corrupt?: (t: Test, store: TaskStore, id: string) => Promise<void>
   /** True for stores with `watch`: it runs in the background, so its failures go to onError. */
   watches?: boolean
+  /** True for stores that take `opts.retention` (every store, once each has it): the retention cases run. */
+  retention?: boolean
+  /**
+   * Makes the store's retention sweeps fail while its gets and saves still
+   * work (a refused delete, say); resolves with the function that undoes it.
+   */
+  failSweeps?: (t: Test, store: TaskStore) => Promise<() => Promise<void>>
 }
 
 /** A store's factory, for the parts of the contract that need no options. */
@@ -267,6 +275,158 @@ const onErrorContract = (name: string, harness: StoreHarness) => {
   })
 }
 
+const DAY_MS = 86_400_000
+const ago = (ms: number) => new Date(Date.now() - ms).toISOString()
+/** A Task in `state` whose status changed `ms` ago (a status without a time when `ms` is undefined). */
+const aged = (id: string, state: TaskState, ms: number | undefined, extra: Partial<A2ATask> = {}): A2ATask =>
+  task(id, state, { status: ms === undefined ? { state } : { state, timestamp: ago(ms) }, ...extra })
+/**
+ * Retention as the cases set it: a short TTL, so a Task saved in the test is also past it by the time of
+ * its save (NATS counts from the later of the two), and a sweep every 10 ms so no case waits long.
+ */
+const RETENTION: TaskStoreOptions = { retention: { terminalTtl: "1s", sweepInterval: 10 } }
+
+/** Timers set by lib/stores/retention.ts from now on: how many, and how many are pending (fired or cleared ones are not). */
+function sweeperTimers(t: Test): { created: () => number; pending: () => number } {
+  const pending = new Set<number>()
+  let created = 0
+  const hook = createHook({
+    init(asyncId, type) {
+      if (type !== "Timeout") return
+      const limit = Error.stackTraceLimit
+      Error.stackTraceLimit = 40
+      const stack = new Error().stack ?? ""
+      Error.stackTraceLimit = limit
+      if (/stores[\\/]retention\.[jt]s/.test(stack)) {
+        pending.add(asyncId)
+        created++
+      }
+    },
+    destroy(asyncId) {
+      pending.delete(asyncId)
+    },
+  }).enable()
+  t.teardown(() => void hook.disable())
+  return { created: () => created, pending: () => pending.size }
+}
+
+/** Resolves once every id reads as missing: the sweep has been. */
+const untilGone = (store: TaskStore, ids: string[], what: string) =>
+  waitFor(async () => (await Promise.all(ids.map((id) => store.get(id)))).every((found) => found === undefined), 20_000, what)
+
+/** `opts.retention`: the same cases for every store that takes it. */
+const retentionContract = (name: string, harness: StoreHarness) => {
+  if (!harness.retention) return
+  t.test(`${name}: retention deletes finished Tasks past the TTL, and only those`, async (t) => {
+    const store = await harness.make(t, RETENTION)
+    const heard = new Set<string>()
+    if (store.watch) t.teardown(await store.watch((id) => heard.add(id)))
+    const expired = [
+      aged("x-completed", "completed", 2 * DAY_MS),
+      aged("x-failed", "failed", 2 * DAY_MS),
+      aged("x-canceled", "canceled", 30 * DAY_MS),
+      aged("x-rejected", "rejected", 400 * DAY_MS),
+      aged("x/an id that is not a plain key", "completed", 2 * DAY_MS),
+    ]
+    const kept = [
+      ...(["submitted", "working", "input-required", "auth-required"] as const).map((state) => aged(`k-old-${state}`, state, 400 * DAY_MS)),
+      // Newer than any cutoff of the test, however slow the machine: the status time decides, not the save's.
+      aged("k-status-after-cutoff", "completed", -60 * 60_000),
+      aged("k-no-timestamp", "completed", undefined),
+      task("k-not-iso", "completed", { status: { state: "completed", timestamp: "yesterday" } }),
+    ]
+    for (const each of [...expired, ...kept]) await store.save(each)
+    await untilGone(store, expired.map((each) => each.id), "the expired Tasks to be swept")
+    for (const each of kept) t.same(await store.get(each.id), each, `${each.id} stays`)
+    if (store.list) {
+      const listed = (await store.list({ pageSize: 100 })).tasks.map((each) => each.id).sort()
+      t.same(listed, kept.map((each) => each.id).sort(), "list() shows what is kept, nothing swept")
+    }
+    if (store.watch) {
+      // Hashed NATS keys aside (not used here), every sweep's delete reaches other servers' watchers.
+      await waitFor(() => expired.every((each) => heard.has(each.id)), 20_000, "a watch notification for every swept Task")
+      t.pass("watch told of every swept Task")
+    }
+  })
+
+  t.test(`${name}: a save racing the sweep of its Task is never acknowledged and then lost`, async (t) => {
+    const store = await harness.make(t, RETENTION)
+    await store.save(aged("again", "completed", 2 * DAY_MS))
+    await untilGone(store, ["again"], "the sweep")
+    await store.save(aged("again", "working", 0))
+    t.equal((await store.get("again"))?.status.state, "working", "after its sweep, the id is free: a save stores the Task anew")
+
+    const ids = Array.from({ length: 30 }, (_, i) => `race-${i}`)
+    await Promise.all(ids.map((id) => store.save(aged(id, "completed", 2 * DAY_MS))))
+    const outcomes = await Promise.allSettled(ids.map((id) => store.save(aged(id, "working", 0, { metadata: { again: true } }))))
+    // A sentinel swept after the race: a whole sweep has run since every save settled.
+    await store.save(aged("sentinel", "failed", 2 * DAY_MS))
+    await untilGone(store, ["sentinel"], "a sweep after the race")
+    for (const [i, outcome] of outcomes.entries()) {
+      const stored = await store.get(ids[i])
+      if (outcome.status === "fulfilled") {
+        t.same(stored?.metadata, { again: true }, `${ids[i]}: the save came after the sweep, and what it saved is kept`)
+      } else {
+        t.match(outcome.reason, { name: "TaskConflictError", stored: { status: { state: "completed" } } }, `${ids[i]}: the save came first and was refused`)
+        t.equal(stored, undefined, `${ids[i]}: then the sweep deleted the finished Task`)
+      }
+    }
+  })
+
+  t.test(`${name}: a failed sweep is reported to onError (operation "retention"), the store keeps serving, the next sweep tries again`, async (t) => {
+    if (!harness.failSweeps) {
+      t.fail(`${name}'s harness has no failSweeps: it should say how a sweep of this store can fail`)
+      return
+    }
+    const { seen, onError } = errorLog()
+    const store = await harness.make(t, { ...RETENTION, onError })
+    await store.open?.()
+    const repair = await harness.failSweeps(t, store)
+    await store.save(aged("f-expired", "completed", 2 * DAY_MS))
+    await waitFor(() => seen.length >= 2, 20_000, "two failed sweeps reported")
+    t.match(seen[0], { context: { store: name, operation: "retention" } })
+    t.type(seen[0].err, Error)
+    t.notOk(seen.some((each) => each.context.operation !== "retention"), "nothing else failed")
+    t.equal((await store.get("f-expired"))?.status.state, "completed", "nothing was deleted")
+    await store.save(task("f-working", "working"))
+    t.equal((await store.get("f-working"))?.status.state, "working", "saves and reads go on")
+    await repair()
+    await untilGone(store, ["f-expired"], "a sweep after the repair")
+    t.pass("the next sweep deleted the expired Task")
+  })
+
+  t.test(`${name}: close() stops sweeping, and no timer of the sweeper is left`, async (t) => {
+    const timers = sweeperTimers(t)
+    const store = await harness.make(t, RETENTION)
+    await store.open?.()
+    await store.save(aged("c-expired", "completed", 2 * DAY_MS))
+    await untilGone(store, ["c-expired"], "a sweep")
+    await waitFor(() => timers.created() >= 2, 20_000, "the sweeper's timers")
+    await store.close!()
+    await waitFor(() => timers.pending() === 0, 5000, "no sweeper timer pending after close()")
+    const created = timers.created()
+    // A sweep under way when close() was called ended inside it; none is scheduled after.
+    await new Promise((resolve) => setImmediate(resolve))
+    t.equal(timers.created(), created, "no sweep is scheduled after close()")
+  })
+
+  t.test(`${name}: without opts.retention, finished Tasks are kept, however old`, async (t) => {
+    const store = await harness.make(t)
+    await store.save(aged("ancient", "completed", 4000 * DAY_MS))
+    t.ok(await store.get("ancient"), "kept")
+  })
+
+  t.test(`${name}: a bad opts.retention is refused at construction, naming the option`, async (t) => {
+    for (const retention of [null, {}, { terminalTtl: "soon" }, { terminalTtl: -1 }, { terminalTtl: "30d", sweepInterval: 0 }, { terminalTtl: "30d", sweepInterval: "often" }]) {
+      await t.rejects(
+        Promise.resolve().then(() => harness.make(t, { retention } as never)),
+        { name: "TypeError", message: new RegExp(`^${name}: opts\\.retention`) },
+        JSON.stringify(retention),
+      )
+    }
+  })
+}
+
 /** Runs the whole contract against one store. */
 export function storeContract(name: string, harness: StoreHarness): void {
   const make: StoreFactory = (t) => harness.make(t)
@@ -276,4 +436,5 @@ export function storeContract(name: string, harness: StoreHarness): void {
   orderContract(name, make)
   ownerContract(name, make)
   onErrorContract(name, harness)
+  retentionContract(name, harness)
 }

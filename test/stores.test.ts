@@ -189,6 +189,19 @@ t.test("resolveStore gives every store it builds the same onError", async (t) =>
   t.equal(resolveStore(custom, { onError: () => {} }), custom, "a host's own store is returned as it is")
 })
 
+t.test("resolveStore gives the stores it builds options.retention, checked by each; a host's own store cannot take it", async (t) => {
+  // The memory and file stores check it too once they take the option; the network stores do now.
+  for (const [selector, store] of [
+    ["postgres://u@127.0.0.1/test", "PostgresTaskStore"],
+    ["nats://127.0.0.1:4222", "NatsTaskStore"],
+  ]) {
+    t.throws(() => resolveStore(selector, { retention: { terminalTtl: "later" } }), new RegExp(`^${store}: opts\\.retention should be`), `${store} gets it`)
+    t.doesNotThrow(() => resolveStore(selector, { retention: { terminalTtl: "30d" } }))
+  }
+  const custom = { get: async () => undefined, save: async () => {} }
+  t.throws(() => resolveStore(custom, { retention: { terminalTtl: "30d" } }), /options\.retention applies to the stores built from a selector/)
+})
+
 t.test("FileTaskStore.get reuses a file it read while the file is unchanged, and sees every change", async (t) => {
   const dir = tmpDir(t)
   const calls: string[] = []

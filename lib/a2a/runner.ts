@@ -12,6 +12,7 @@ import { eventQueue, type TaskEvent, type TaskEvents } from "./events.js"
 import { DEFAULT_MAX_TASK_BYTES, jsonBytes, jsonBytesAtMost } from "./task-size.js"
 import { currentRunner, internalsOf, ownersVisibleTo, retireRunner, withInternals, type RunnerId } from "../internals.js"
 import { copyWith } from "../objects.js"
+import { MAX_TIMER_MS } from "../duration.js"
 
 interface TaskRunnerOptions {
   store: TaskStore
@@ -94,8 +95,6 @@ const CONTEXT_MESSAGES = 50
 
 /** How long stop() waits for aborted work to end before it saves those Tasks failed itself. */
 export const ABORT_WAIT_MS = 1000
-/** Node's longest timer (2^31 - 1 ms, about 24.8 days): a longer one fires at once. */
-export const MAX_TIMER_MS = 2 ** 31 - 1
 
 /** Tries of a final save, the first included: then 0.5 s, 1 s, 2 s … later, about a minute in all. */
 const FINAL_SAVE_ATTEMPTS = 8

@@ -6,6 +6,7 @@ import { errorReporter, type ReportError, type TaskStoreOptions } from "./backgr
 import { loadDriver } from "./driver.js"
 import { checkQuery, pageOfTasks, type TaskPage, type TaskQuery } from "./list.js"
 import { OpenOnce } from "./open-once.js"
+import { isExpired, retentionSweeper, type RetentionSweeper } from "./retention.js"
 import { assertTask, assertTaskId, parseStoredTask } from "./task-checks.js"
 import { TaskConflictError, type LeaseBook, type TaskStore } from "./task-store.js"
 import { WriteOrder } from "./write-order.js"
@@ -43,13 +44,15 @@ interface NatsKvWatch extends AsyncIterable<NatsKvEntry> {
 interface NatsKv {
   get(key: string, opts?: { revision: number }): Promise<NatsKvEntry | null>
   put(key: string, value: Uint8Array, opts?: { previousSeq: number }): Promise<number>
-  delete(key: string): Promise<void>
-  purge(key: string): Promise<void>
+  /** Replaces the key's values with a PURGE marker; with `previousSeq`, only if the key is still at that revision. */
+  purge(key: string, opts?: { previousSeq: number }): Promise<void>
   watch(opts?: { include?: string; headers_only?: boolean; initializedFn?: () => void }): Promise<NatsKvWatch>
 }
 
 interface NatsConnection {
   jetstream(): { views: { kv(name: string, opts: { history: number; ttl?: number }): Promise<NatsKv> } }
+  /** Only to remove delete markers: `purge` of one subject's messages before a sequence. */
+  jetstreamManager(): Promise<{ streams: { purge(stream: string, opts: { filter: string; seq: number }): Promise<{ purged: number }> } }>
   /** Settles when the connection closes for good, with the error that closed it, if any. */
   closed(): Promise<void | Error>
   close(): Promise<void>
@@ -99,6 +102,17 @@ const CLOCK_KEY = "toolnexus.clock"
  * - `watch` tells of every save and delete, by any server, as it happens.
  * - `leases` live in a second bucket and are judged by the server's clock.
  * - `list` reads every Task: O(n) per call, fine for thousands of Tasks.
+ * - `delete` purges the key: no value of the Task is kept, whatever the
+ *   bucket's history; a small marker tells readers and watchers it is gone.
+ * - With `opts.retention`, a sweep reads the keys in the order of their
+ *   last write, headers only, up to the first written since the cutoff:
+ *   only a Task last written before it can be expired (a terminal Task is
+ *   never written again), so a sweep costs what it deletes, not the bucket.
+ *   Each such Task is read and, if `isExpired`, purged on the condition
+ *   that it is still the revision read. So a Task's age counts from the
+ *   later of its status time and its save: one saved with an old status
+ *   (an import) is kept a TTL from its save. Delete markers older than the
+ *   TTL go too, so deleted Tasks leave nothing behind for good.
  *
  * The `nats` package is imported and the connection made on first use, so
  * constructing a store does no I/O and needs nothing installed.
@@ -117,6 +131,7 @@ export class NatsTaskStore implements TaskStore {
   /** The lease bucket on the current connection. */
   private leaseKv: OpenOnce<NatsKv>
   private readonly writes = new WriteOrder()
+  private readonly retention: RetentionSweeper | undefined
   private closing: Promise<void> | undefined
   /** Server clock minus ours, in ms, as last measured. */
   private clockOffsetMs: number | undefined
@@ -141,6 +156,7 @@ export class NatsTaskStore implements TaskStore {
     }
     this.driverModule = opts.driverModule ?? "nats"
     this.report = errorReporter("NatsTaskStore", opts.onError)
+    this.retention = retentionSweeper("NatsTaskStore", opts.retention, (cutoff) => this.deleteFinishedBefore(cutoff), this.report)
     this.connection = new OpenOnce(() => this.connect(), closedError)
     this.leaseKv = this.newLeaseKv()
   }
@@ -206,7 +222,8 @@ export class NatsTaskStore implements TaskStore {
     const key = natsKey(id)
     return this.writes.run(id, async () => {
       const { tasks } = await this.connection.get()
-      await withContext(`delete task ${quote(id)}`, () => tasks.delete(key))
+      // A purge, not a delete: a bucket made with more history than ours would keep the Task's values under a delete marker.
+      await withContext(`delete task ${quote(id)}`, () => tasks.purge(key))
     })
   }
 
@@ -254,9 +271,14 @@ export class NatsTaskStore implements TaskStore {
     await this.connection.get()
   }
 
-  /** Waits for the saves and deletes already called, then drains the connection. Later calls are refused. Calling it again is harmless. */
+  /**
+   * Stops retention sweeps (one under way ends after the Task it is at),
+   * waits for the saves and deletes already called, then drains the
+   * connection. Later calls are refused. Calling it again is harmless.
+   */
   close(): Promise<void> {
     this.closing ??= (async () => {
+      await this.retention?.stop()
       await this.writes.idle()
       await this.leaseKv.close()
       const connection = await this.connection.close()
@@ -282,6 +304,7 @@ export class NatsTaskStore implements TaskStore {
       const tasks = await nc.jetstream().views.kv(this.bucket, { history: 1 })
       const attempt = this.connection.current
       void nc.closed().then((err) => this.lost(attempt, err))
+      this.retention?.start()
       return { driver, nc, tasks }
     } catch (err) {
       await nc.close().catch(() => {})
@@ -324,6 +347,70 @@ export class NatsTaskStore implements TaskStore {
       }
       // Someone wrote in between: back off a random while, growing, so two writers stop colliding.
       await sleep(Math.min(1000, 10 * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2))
+    }
+  }
+
+  /** One retention sweep (see the class comment): resolves with how many Tasks it purged. */
+  private async deleteFinishedBefore(cutoff: string): Promise<number> {
+    const { driver, nc, tasks } = await this.connection.get()
+    const cutoffMs = Date.parse(cutoff)
+    const written: NatsKvEntry[] = []
+    await withContext("read the bucket for retention", async () => {
+      let initialized = false
+      let entries: NatsKvWatch | undefined = undefined
+      const initializedFn = () => {
+        initialized = true
+        entries?.stop()
+      }
+      // Last values come in stream order, which is the order of their writes.
+      entries = await tasks.watch({ include: driver.KvWatchInclude.LastValue, headers_only: true, initializedFn })
+      if (initialized) entries.stop()
+      for await (const entry of entries) {
+        if (entry.created.getTime() >= cutoffMs) {
+          entries.stop()
+          break
+        }
+        written.push(entry)
+      }
+    })
+    let purged = 0
+    for (const { key, operation } of written) {
+      if (this.closing) return purged
+      if (operation === "PUT" && (await this.purgeIfExpired(tasks, key, cutoff))) purged++
+    }
+    // Delete markers written before the cutoff (this sweep's own are newer): they have told readers and watchers by now.
+    const markers = written.filter((entry) => entry.operation !== "PUT")
+    if (markers.length > 0 && !this.closing) {
+      const { streams } = await nc.jetstreamManager()
+      for (const marker of markers) {
+        if (this.closing) break
+        // Up to the marker's own sequence: a Task saved under the key since then stays.
+        await withContext(`remove the delete marker of key ${quote(marker.key)}`, () =>
+          streams.purge(`KV_${this.bucket}`, { filter: `$KV.${this.bucket}.${marker.key}`, seq: marker.revision + 1 }),
+        )
+      }
+    }
+    return purged
+  }
+
+  /** Purges the Task under `key` if it is expired at `cutoff` and still the revision read; true when it did. */
+  private async purgeIfExpired(tasks: NatsKv, key: string, cutoff: string): Promise<boolean> {
+    const entry = await withContext(`read key ${quote(key)} for retention`, () => tasks.get(key))
+    if (entry?.operation !== "PUT") return false
+    let task: A2ATask
+    try {
+      task = this.taskIn(entry, idFromNatsKey(key))
+    } catch {
+      return false // not a Task: list() and get() report it; retention leaves what it cannot judge
+    }
+    if (!isExpired(task, cutoff)) return false
+    try {
+      await tasks.purge(key, { previousSeq: entry.revision })
+      return true
+    } catch (err) {
+      // Saved again since it was read: no longer the Task that expired.
+      if (isWrongLastSequence(err)) return false
+      throw new Error(`NatsTaskStore could not purge expired task ${quote(task.id)}: ${messageOf(err)}`, { cause: err })
     }
   }
 

@@ -5,6 +5,7 @@ import { errorReporter, type ReportError, type TaskStoreOptions } from "./backgr
 import { loadDriver } from "./driver.js"
 import { checkQuery, decodePageToken, encodeCursor, withoutArtifacts, type TaskPage, type TaskQuery } from "./list.js"
 import { OpenOnce } from "./open-once.js"
+import { retentionSweeper, type RetentionSweeper } from "./retention.js"
 import { assertTask, assertTaskId, parseStoredTask, storedTask } from "./task-checks.js"
 import { TaskConflictError, type LeaseBook, type TaskStore } from "./task-store.js"
 import { WriteOrder } from "./write-order.js"
@@ -92,6 +93,8 @@ const LEASE_PRUNE_AFTER = "1 hour"
 /** Errors two servers' concurrent CREATE ... IF NOT EXISTS can hit: unique_violation, duplicate_table, duplicate_object. */
 const CREATE_RACE_CODES = new Set(["23505", "42P07", "42710"])
 const TERMINAL = [...TERMINAL_STATES]
+/** Rows one retention statement deletes: each batch is its own short transaction, so a sweep of a million rows holds no long lock. */
+const RETENTION_BATCH = 1000
 
 /**
  * Tasks in a PostgreSQL table, shared by any number of servers: saves are
@@ -132,6 +135,15 @@ const TERMINAL = [...TERMINAL_STATES]
  * is also where such an id sorts, and a Task containing one is kept as a
  * jsonb string of its JSON text. Every save and delete NOTIFYs the channel
  * with the id's key; ids are at most 2048 bytes, well inside NOTIFY's 8000.
+ *
+ * With `opts.retention`, finished Tasks past their TTL are deleted in
+ * batches of 1000 rows, oldest first, along the status_ts index, each
+ * deleted id NOTIFYed like any delete. Rows another transaction holds (a
+ * save under way, another server's sweep) are skipped until the next
+ * sweep, so servers sweeping at once neither wait for nor fail each other.
+ * A save racing the sweep of its Task either comes first (and is refused:
+ * the Task is terminal) or finds the row gone and stores the Task anew; it
+ * is never acknowledged and then lost.
  */
 export class PostgresTaskStore implements TaskStore {
   readonly table: string
@@ -147,6 +159,7 @@ export class PostgresTaskStore implements TaskStore {
   /** The pool, once it exists and the tables do. */
   private readonly connection: OpenOnce<PgPool>
   private readonly writes = new WriteOrder()
+  private readonly retention: RetentionSweeper | undefined
   private closing: Promise<void> | undefined
   private closed = false
 
@@ -162,6 +175,7 @@ export class PostgresTaskStore implements TaskStore {
       throw new TypeError("PostgresTaskStore: opts.poolSize should be a positive integer")
     }
     this.report = errorReporter("PostgresTaskStore", opts.onError)
+    this.retention = retentionSweeper("PostgresTaskStore", opts.retention, (cutoff) => this.deleteFinishedBefore(cutoff), this.report)
     if (opts.driverModule !== undefined && (typeof opts.driverModule !== "string" || opts.driverModule.length === 0)) {
       throw new TypeError("PostgresTaskStore: opts.driverModule should be a package name, e.g. \"pg\"")
     }
@@ -292,13 +306,14 @@ export class PostgresTaskStore implements TaskStore {
   }
 
   /**
-   * Waits for the saves and deletes already called, then ends the watch
-   * connection and the pool. Later calls are refused. Calling it again does
-   * nothing more.
+   * Stops retention sweeps (a batch under way ends first), waits for the
+   * saves and deletes already called, then ends the watch connection and
+   * the pool. Later calls are refused. Calling it again does nothing more.
    */
   close(): Promise<void> {
     this.closed = true
     this.closing ??= (async () => {
+      await this.retention?.stop()
       await this.writes.idle()
       await this.listener.stop()
       const pool = await this.connection.close()
@@ -328,6 +343,18 @@ export class PostgresTaskStore implements TaskStore {
       if (stored !== undefined && TERMINAL_STATES.has(stored.status.state)) throw new TaskConflictError(id, stored)
       if (attempt >= 3) throw new Error(`PostgresTaskStore could not save task ${JSON.stringify(id.slice(0, 128))}: its row kept changing`)
     }
+  }
+
+  /** One retention sweep: batch after batch until one comes back short, or the store closes. */
+  private async deleteFinishedBefore(cutoff: string): Promise<number> {
+    const pool = await this.pool()
+    let deleted = 0
+    while (!this.closed) {
+      const { rowCount } = await pool.query(this.sql.deleteExpired, [textKey(cutoff), TERMINAL, RETENTION_BATCH, this.channel])
+      deleted += rowCount ?? 0
+      if ((rowCount ?? 0) < RETENTION_BATCH) break
+    }
+    return deleted
   }
 
   private async renewLease(instance: string, ttlMs: number): Promise<void> {
@@ -372,6 +399,7 @@ export class PostgresTaskStore implements TaskStore {
       await pool.end().catch(() => {})
       throw err
     }
+    this.retention?.start()
     return pool
   }
 
@@ -579,6 +607,17 @@ function statements(table: string, leaseTable: string) {
            )
            SELECT pg_notify($7, id) FROM written`,
     delete: `WITH gone AS (DELETE FROM ${tasks} WHERE id = $1 RETURNING id) SELECT pg_notify($2, id) FROM gone`,
+    // isExpired in SQL: a range of the status_ts index (from '0', past the '' of no timestamp), oldest first.
+    deleteExpired: `WITH gone AS (
+                      DELETE FROM ${tasks} WHERE id IN (
+                        SELECT id FROM ${tasks}
+                         WHERE status_ts >= '0' AND status_ts < $1 AND status_ts ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T'
+                           AND state = ANY ($2::text[])
+                         ORDER BY status_ts
+                         LIMIT $3
+                         FOR UPDATE SKIP LOCKED)
+                      RETURNING id)
+                    SELECT pg_notify($4, id) FROM gone`,
     // The database's clock, so servers whose clocks disagree still agree on who is alive.
     renewLease: `WITH pruned AS (DELETE FROM ${leases} WHERE expires_at < now() - interval '${LEASE_PRUNE_AFTER}' AND instance <> $1)
                  INSERT INTO ${leases} (instance, expires_at) VALUES ($1, now() + $2::float8 * interval '1 millisecond')

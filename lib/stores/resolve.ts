@@ -13,7 +13,7 @@ import { withoutPassword } from "../url-credentials.js"
  */
 export type StoreSelector = TaskStore | "memory" | `file:${string}` | `postgres://${string}` | `postgresql://${string}` | `nats://${string}` | (string & {})
 
-/** What a store built from a selector is given: the same for every kind, so a server routes every store's background errors one way. */
+/** What a store built from a selector is given: the same for every kind, so a server routes every store's background errors, and sets its retention, one way. */
 export type ResolveStoreOptions = TaskStoreOptions
 
 const ACCEPTED = `"memory", "file:<dir>", "postgres://…", "nats://…" or an object with get(id) and save(task)`
@@ -24,29 +24,36 @@ const ACCEPTED = `"memory", "file:<dir>", "postgres://…", "nats://…" or an o
  * "postgres://…" (or "postgresql://…") → a PostgresTaskStore, with
  * `?table=` naming its table; "nats://…" → a NatsTaskStore, with
  * `?bucket=` naming its KV bucket; an object with get/save → itself
- * (`options` are for the stores built here). Anything else throws. No
- * store does I/O here: each opens on first use (see `TaskStore.open`).
+ * (`options` are for the stores built here: a host's object keeps its own
+ * retention). Anything else throws. No store does I/O here: each opens on
+ * first use (see `TaskStore.open`).
  */
 export function resolveStore(store?: StoreSelector, options: ResolveStoreOptions = {}): TaskStore {
-  const { onError } = options
-  if (store === undefined || store === "memory") return new InMemoryTaskStore({ onError })
+  const { onError, retention } = options
+  const common: TaskStoreOptions = retention === undefined ? { onError } : { onError, retention }
+  if (store === undefined || store === "memory") return new InMemoryTaskStore(common)
   if (typeof store === "string") {
     if (store.startsWith("file:")) {
       const dir = store.slice("file:".length)
       if (dir.length === 0) throw new Error(`A2A store "file:" names no directory: write "file:<dir>", e.g. "file:./.toolnexus/tasks"`)
-      return new FileTaskStore(dir, { onError })
+      return new FileTaskStore(dir, common)
     }
     if (/^postgres(ql)?:\/\//.test(store)) {
       const { url, name } = splitNameParam(store, "table")
-      return new PostgresTaskStore(url, name ? { table: name, onError } : { onError })
+      return new PostgresTaskStore(url, name ? { ...common, table: name } : common)
     }
     if (store.startsWith("nats://")) {
       const { url, name } = splitNameParam(store, "bucket")
-      return new NatsTaskStore(url, name ? { bucket: name, onError } : { onError })
+      return new NatsTaskStore(url, name ? { ...common, bucket: name } : common)
     }
     throw new Error(`Unknown A2A store ${JSON.stringify(withoutPassword(store))}: expected ${ACCEPTED}`)
   }
-  if (isTaskStore(store)) return store
+  if (isTaskStore(store)) {
+    if (retention !== undefined) {
+      throw new Error("A2A store: options.retention applies to the stores built from a selector; a store object of your own keeps (or sweeps) its Tasks as it was built to")
+    }
+    return store
+  }
   throw new Error(`Unknown A2A store (${describe(store)}): expected ${ACCEPTED}`)
 }
 
