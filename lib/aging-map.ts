@@ -31,6 +31,11 @@ export class AgingMap<K, V> {
     this.map.set(key, { value })
   }
 
+  /** The keys, least recently set first. */
+  keys(): IterableIterator<K> {
+    return this.map.keys()
+  }
+
   delete(key: K): boolean {
     return this.map.delete(key)
   }

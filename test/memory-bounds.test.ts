@@ -131,10 +131,10 @@ t.test("the accounting comes back to zero", async (t) => {
   t.same([store.usageOf("alice"), store.usageOf(null)], [{ tasks: 0, bytes: 0 }, { tasks: 0, bytes: 0 }])
 })
 
-t.test("retention maps onto the finished-Task TTL", async (t) => {
+t.test("terminalTtlMs drops a finished Task that long after its save, checked as the store is used (retention is the contract's)", async (t) => {
   let now = Date.parse("2026-01-01T00:00:00Z")
   t.capture(Date, "now", () => now)
-  const store = new InMemoryTaskStore({ retention: { terminalTtl: "1m" } })
+  const store = new InMemoryTaskStore({ terminalTtlMs: 60_000 })
   await store.save(taskOf("done", "completed"))
   await store.save(taskOf("open", "working"))
   now += 59_999

@@ -12,7 +12,22 @@ import { recordingFs, sampleTask, tmpDir, waitFor } from "./helpers.js"
 
 const task = sampleTask
 
-storeContract("InMemoryTaskStore", { make: async (_t, options) => new InMemoryTaskStore(options) })
+storeContract("InMemoryTaskStore", {
+  make: async (t, options) => {
+    const store = new InMemoryTaskStore(options)
+    t.teardown(() => store.close())
+    return store
+  },
+  retention: true,
+  // The sweep is the store's own method: made to throw, then given back.
+  failSweeps: async (_t, store) => {
+    const memory = store as InMemoryTaskStore
+    memory.deleteFinishedBefore = () => Promise.reject(new Error("sweep failed on purpose"))
+    return async () => {
+      delete (memory as Partial<InMemoryTaskStore>).deleteFinishedBefore
+    }
+  },
+})
 storeContract("FileTaskStore", {
   make: async (t, options) => new FileTaskStore(tmpDir(t), options),
   corrupt: async (_t, store, id) => fs.writeFileSync((store as FileTaskStore).fileFor(id), '{"id":"broken","status":'),
@@ -190,8 +205,8 @@ t.test("resolveStore gives every store it builds the same onError", async (t) =>
 })
 
 t.test("resolveStore gives the stores it builds options.retention, checked by each; a host's own store cannot take it", async (t) => {
-  // The memory and file stores check it too once they take the option; the network stores do now.
   for (const [selector, store] of [
+    ["memory", "InMemoryTaskStore"],
     ["postgres://u@127.0.0.1/test", "PostgresTaskStore"],
     ["nats://127.0.0.1:4222", "NatsTaskStore"],
   ]) {

@@ -4,7 +4,7 @@ import type { A2ATask } from "../types.js"
 import { TERMINAL_STATES } from "../types.js"
 import { errorReporter, type TaskStoreOptions } from "./background-errors.js"
 import { listKeyOf, pageOf, withoutArtifacts, type ListKey, type TaskPage, type TaskQuery } from "./list.js"
-import { retentionTtlMs } from "./retention.js"
+import { isExpired, retentionSweeper, type RetentionSweeper } from "./retention.js"
 import { StoreFullError, type StoreLimit } from "./store-full.js"
 import { assertTask, assertTaskId } from "./task-checks.js"
 import type { TaskStore } from "./task-store.js"
@@ -22,7 +22,11 @@ export interface InMemoryTaskStoreOptions extends TaskStoreOptions {
   maxTasksPerOwner?: number
   /** Most bytes one owner's Tasks take, counted as for maxBytes (default half of maxBytes). */
   maxBytesPerOwner?: number
-  /** Finished Tasks are dropped this long after they finished (default: kept until a bound pushes them out). Same as `retention`. */
+  /**
+   * Finished Tasks are dropped this long after they were saved finished, checked as the store is used
+   * (default: kept until a bound pushes them out). `retention` (every store's option) is the rule to
+   * prefer: it goes by the status timestamp, in a background sweep.
+   */
   terminalTtlMs?: number
 }
 
@@ -75,6 +79,7 @@ export class InMemoryTaskStore implements TaskStore {
   private readonly owners = new Map<Owner, Holding>()
   private readonly limits: Record<StoreLimit, number>
   private readonly terminalTtlMs: number | undefined
+  private readonly sweeper: RetentionSweeper | undefined
 
   constructor(opts: InMemoryTaskStoreOptions = {}) {
     for (const name of ["maxTasks", "maxBytes", "maxTasksPerOwner", "maxBytesPerOwner"] as const) {
@@ -84,8 +89,9 @@ export class InMemoryTaskStore implements TaskStore {
     if (opts.terminalTtlMs !== undefined && !(Number.isFinite(opts.terminalTtlMs) && opts.terminalTtlMs >= 0)) {
       throw new TypeError("InMemoryTaskStore: opts.terminalTtlMs should be a number of milliseconds >= 0")
     }
-    const retention = retentionTtlMs("InMemoryTaskStore", opts.retention)
-    if (retention !== undefined && opts.terminalTtlMs !== undefined) {
+    const report = errorReporter("InMemoryTaskStore", opts.onError)
+    this.sweeper = retentionSweeper("InMemoryTaskStore", opts.retention, (cutoff) => this.deleteFinishedBefore(cutoff), report)
+    if (this.sweeper !== undefined && opts.terminalTtlMs !== undefined) {
       throw new TypeError("InMemoryTaskStore: opts.retention and opts.terminalTtlMs both set how long finished Tasks are kept; give one")
     }
     const maxTasks = opts.maxTasks ?? MEMORY_DEFAULT_MAX_TASKS
@@ -96,9 +102,8 @@ export class InMemoryTaskStore implements TaskStore {
       maxTasksPerOwner: Math.min(maxTasks, opts.maxTasksPerOwner ?? Math.ceil(maxTasks * MEMORY_OWNER_SHARE)),
       maxBytesPerOwner: Math.min(maxBytes, opts.maxBytesPerOwner ?? Math.ceil(maxBytes * MEMORY_OWNER_SHARE)),
     }
-    this.terminalTtlMs = retention ?? opts.terminalTtlMs
-    // Checked like every store's; a store in memory has no background work to report.
-    errorReporter("InMemoryTaskStore", opts.onError)
+    this.terminalTtlMs = opts.terminalTtlMs
+    this.sweeper?.start()
   }
 
   /** The bounds in force, defaults applied. */
@@ -154,6 +159,24 @@ export class InMemoryTaskStore implements TaskStore {
     assertTaskId(id)
     const entry = this.tasks.get(id)
     if (entry !== undefined) this.remove(id, entry)
+  }
+
+  /** Stops the retention sweeps; the Tasks stay, and the store stays usable. */
+  async close(): Promise<void> {
+    await this.sweeper?.stop()
+  }
+
+  /** Retention's sweep: removes the finished Tasks `isExpired` at `cutoff`, walking only the finished ones. */
+  async deleteFinishedBefore(cutoff: string): Promise<number> {
+    let deleted = 0
+    for (const id of [...this.all.finished.keys()]) {
+      const entry = this.tasks.get(id)
+      if (entry !== undefined && isExpired({ state: entry.key.state, timestamp: entry.key.timestamp }, cutoff)) {
+        this.remove(id, entry)
+        deleted++
+      }
+    }
+    return deleted
   }
 
   /** Throws StoreFullError unless dropping finished Tasks can make room for a new one, in its owner's share and in total. */

@@ -403,7 +403,7 @@ export class NatsTaskStore implements TaskStore {
     } catch {
       return false // not a Task: list() and get() report it; retention leaves what it cannot judge
     }
-    if (!isExpired(task, cutoff)) return false
+    if (!isExpired(task.status, cutoff)) return false
     try {
       await tasks.purge(key, { previousSeq: entry.revision })
       return true

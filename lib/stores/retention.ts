@@ -1,5 +1,5 @@
 import { MAX_TIMER_MS, parseDuration } from "../duration.js"
-import type { A2ATask } from "../types.js"
+import type { A2ATaskStatus } from "../types.js"
 import { TERMINAL_STATES } from "../types.js"
 
 // Moved to lib/duration.ts for the CLI's flags too; still exported from here.
@@ -58,14 +58,14 @@ function sweepIntervalMs(store: string, retention: RetentionOptions): number | u
 }
 
 /**
- * Whether retention deletes this Task at `cutoff` (an ISO 8601 time): it is
+ * Whether retention deletes a Task with this status at `cutoff` (an ISO 8601 time): it is
  * finished, and its status timestamp is an ISO 8601 time before the cutoff,
  * compared as text, as list() orders them (exact for the UTC times the server
  * writes). Every store decides by this rule, in code or in its query language.
  */
-export function isExpired(task: A2ATask, cutoff: string): boolean {
-  const timestamp = task.status.timestamp
-  return TERMINAL_STATES.has(task.status.state) && typeof timestamp === "string" && ISO_DATE_TIME_START.test(timestamp) && timestamp < cutoff
+export function isExpired(status: Pick<A2ATaskStatus, "state" | "timestamp">, cutoff: string): boolean {
+  const timestamp = status.timestamp
+  return TERMINAL_STATES.has(status.state) && typeof timestamp === "string" && ISO_DATE_TIME_START.test(timestamp) && timestamp < cutoff
 }
 
 /**
