@@ -289,11 +289,9 @@ export class FileIndex {
   }
 
   private watch(): void {
-    const watchDirectory = this.fs.watchDirectory
-    if (watchDirectory === undefined || this.stopped) return
+    if (this.fs.watchDirectory === undefined || this.stopped) return
     try {
-      this.watcher = watchDirectory.call(
-        this.fs,
+      this.watcher = this.fs.watchDirectory(
         this.dir,
         (name) => this.changed(name),
         (err) => this.lost(err),
