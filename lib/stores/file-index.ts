@@ -104,6 +104,8 @@ export class FileIndex {
   private started = false
   private stopped = false
   private watcher: { close(): void } | undefined
+  /** The directory itself was moved or removed (a watcher then watches what is gone): the next refresh watches anew. */
+  private rewatch = false
   /** Watcher events so far, and at the last refresh: a directory that changed without one means the watcher missed it. */
   private events = 0
   private eventsAtRefresh = 0
@@ -208,9 +210,11 @@ export class FileIndex {
     // event loop, and this waits for the rest of that turn's I/O callbacks.
     if (this.watcher !== undefined) await new Promise((resolve) => setImmediate(resolve))
     const before = this.dirStats
-    if (this.watcher !== undefined && before !== undefined && before.ino !== dirStats.ino) {
-      // The directory was replaced: the watcher watches the old one.
+    if (this.rewatch || (before !== undefined && before.ino !== dirStats.ino)) {
+      // The directory was replaced: a watcher watches the old one.
+      this.rewatch = false
       this.unwatch()
+      this.watch()
       this.sweepNeeded = true
     }
     const dirChanged = before === undefined || before.ino !== dirStats.ino || before.mtimeMs !== dirStats.mtimeMs || before.ctimeMs !== dirStats.ctimeMs
@@ -230,7 +234,8 @@ export class FileIndex {
       throw err
     }
     this.dirStats = dirStats
-    this.dirRacy = Date.now() - Math.max(dirStats.mtimeMs, dirStats.ctimeMs ?? 0) < RACY_MS
+    // A change now could leave both times as they are only while both are that recent.
+    this.dirRacy = Date.now() - Math.min(dirStats.mtimeMs, dirStats.ctimeMs ?? dirStats.mtimeMs) < RACY_MS
   }
 
   /** Every Task file in the directory: names gone are dropped, the others looked at. */
@@ -305,6 +310,8 @@ export class FileIndex {
     this.events++
     if (name === undefined) this.sweepNeeded = true
     else if (isTaskFile(name)) this.markDirty(name)
+    // fs.watch names the directory itself when it is removed or moved, then goes quiet (even if one is made again in its place).
+    if (name === path.basename(this.dir)) this.rewatch = true
   }
 
   /** The watcher failed or could not start: from now on, refreshes go by the directory's times. */
