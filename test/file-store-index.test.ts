@@ -259,7 +259,7 @@ t.test("retention: a save of an expiring Task made during the sweep is kept, by 
 t.test("retention: opts.retention sweeps in the background from open until close", async (t) => {
   const dir = tmpDir(t)
   await t.rejects(
-    Promise.resolve().then(() => new FileTaskStore(dir, { retention: { terminalTtl: "soon" } as never })),
+    Promise.resolve().then(() => new FileTaskStore(dir, { retention: { terminalTtl: "soon" } })),
     /^FileTaskStore: opts\.retention should be \{ terminalTtl/,
     "a bad TTL is refused at construction, naming the option",
   )
