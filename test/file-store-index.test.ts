@@ -256,6 +256,15 @@ t.test("retention: a save of an expiring Task made during the sweep is kept, by 
   t.equal((await store.get("follow-up"))?.status.state, "working")
 })
 
+/** A FileTaskStore that counts its retention sweeps. */
+class SweepCounting extends FileTaskStore {
+  sweeps = 0
+  override deleteFinishedBefore(cutoff: string): Promise<number> {
+    this.sweeps++
+    return super.deleteFinishedBefore(cutoff)
+  }
+}
+
 t.test("retention: opts.retention sweeps in the background from open until close", async (t) => {
   const dir = tmpDir(t)
   await t.rejects(
@@ -264,16 +273,21 @@ t.test("retention: opts.retention sweeps in the background from open until close
     "a bad TTL is refused at construction, naming the option",
   )
   const seen: StoreErrorContext[] = []
-  const store = new FileTaskStore(dir, { retention: { terminalTtl: 40 }, onError: (_err, context) => void seen.push(context) })
+  const store = new SweepCounting(dir, { retention: { terminalTtl: 40 }, onError: (_err, context) => void seen.push(context) })
   await store.save({ ...sampleTask("done", "completed"), status: { state: "completed", timestamp: new Date().toISOString() } })
   await store.save({ ...sampleTask("busy", "working"), status: { state: "working", timestamp: at(1) } })
   await waitFor(async () => (await store.get("done")) === undefined, 10_000, "the finished Task to expire")
   t.equal((await store.get("busy"))?.status.state, "working", "an unfinished one stays, however old")
   await store.close()
+  const sweepsAtClose = store.sweeps
   await store.save({ ...sampleTask("after-close", "completed"), status: { state: "completed", timestamp: at(1) } })
-  // A sweep is due every 10 ms while the store is open; close() stopped them.
-  await new Promise((resolve) => setTimeout(resolve, 100))
-  t.ok(await store.get("after-close"), "no sweep after close()")
+  // A store with the same TTL sweeps three times: the closed one, were it still sweeping, would have swept too.
+  const witness = new SweepCounting(tmpDir(t), { retention: { terminalTtl: 40 } })
+  await witness.open()
+  await waitFor(() => witness.sweeps >= 3, 10_000, "three sweeps of the witness")
+  await witness.close()
+  t.equal(store.sweeps, sweepsAtClose, "no sweep after close()")
+  t.ok(await store.get("after-close"), "and nothing removed")
   t.same(seen, [], "nothing went wrong")
 })
 
@@ -429,3 +443,114 @@ t.test("a refresh that fails is tried again by the next listing", async (t: Test
   const pages = await Promise.all(Array.from({ length: 5 }, () => store.list({})))
   t.ok(pages.every((page) => page.totalSize === 1))
 })
+
+/**
+ * A store without a watcher on `dir` whose file operations run `hook` first,
+ * and `settle()`, which ages the directory's times and lets the store see
+ * that: its next listing then looks at no file but its page's.
+ */
+function hooked(t: Test, hook: (op: string, name: string) => void | Promise<void>, onError?: (err: Error, context: StoreErrorContext) => void) {
+  const dir = tmpDir(t)
+  const store = new FileTaskStore(dir, { fs: recordingFs(dir, [], (op, file) => hook(op, path.basename(file))), onError })
+  const settle = async () => {
+    const past = new Date(Date.now() - 60_000)
+    fs.utimesSync(dir, past, past)
+    await store.list({ pageSize: 1 })
+  }
+  return { dir, store, settle }
+}
+
+t.test("files that change or go between the index's look and the page's read", async (t) => {
+  let armed: { op: string; name: string; run: () => void | Promise<void> } | undefined
+  const seen: Array<{ message: string; context: StoreErrorContext }> = []
+  const { dir, store, settle } = hooked(
+    t,
+    async (op, name) => {
+      if (armed && armed.op === op && armed.name === name) {
+        const { run } = armed
+        armed = undefined
+        await run()
+      }
+    },
+    (err, context) => void seen.push({ message: err.message, context }),
+  )
+  const file = (id: string) => path.join(dir, `${id}.json`)
+  for (const id of ["p-1", "p-2", "p-3", "p-4"]) await store.save({ ...sampleTask(id, "working"), status: { state: "working", timestamp: at(Number(id.slice(2))) } })
+  await settle()
+
+  armed = { op: "stat", name: "p-4.json", run: () => fs.rmSync(file("p-4")) }
+  t.same((await store.list({})).tasks.map((task) => task.id), ["p-3", "p-2", "p-1"], "gone before its stat: left out, and the page made again")
+  armed = { op: "readFile", name: "p-3.json", run: () => fs.rmSync(file("p-3")) }
+  fs.writeFileSync(file("p-3"), JSON.stringify({ ...sampleTask("p-3", "completed"), status: { state: "completed", timestamp: at(3) } }))
+  t.same((await store.list({})).tasks.map((task) => task.id), ["p-2", "p-1"], "gone before its read")
+  fs.writeFileSync(file("p-2"), JSON.stringify({ ...sampleTask("p-2", "completed"), contextId: "moved", status: { state: "completed", timestamp: at(2) } }))
+  const working = await store.list({ status: "working" })
+  t.same(working.tasks.map((task) => task.id), ["p-1"], "changed in place to another state: found on reading, and the page made again")
+  t.equal(working.totalSize, 1)
+  t.same((await store.list({ contextId: "moved" })).tasks.map((task) => task.id), ["p-2"], "and indexed as it is now")
+  fs.writeFileSync(file("p-1"), "{")
+  t.same((await store.list({})).tasks.map((task) => task.id), ["p-2"], "broken in place: left out")
+  t.match(seen, [{ message: /left an unreadable file out of a listing: .*corrupt/, context: { operation: "list", taskId: "p-1" } }], "and reported")
+
+  // Files the index cannot read: a directory with a Task file's name, a stat that fails, a file gone before its read.
+  fs.mkdirSync(file("a-dir"))
+  await store.save(sampleTask("no-stat"))
+  await store.save(sampleTask("vanishing"))
+  armed = { op: "stat", name: "no-stat.json", run: () => Promise.reject(simulated("EACCES")) }
+  seen.length = 0
+  const swept = await store.list({})
+  t.notOk(swept.tasks.some((task) => task.id === "no-stat"), "a file whose stat fails is left out")
+  t.match(
+    seen.map((each) => each.message).sort(),
+    [/could not read .*a-dir\.json: EISDIR/, /could not read .*no-stat\.json: EACCES/, /corrupt task file at .*p-1\.json/],
+    "each reported, with the one still broken",
+  )
+  armed = { op: "readFile", name: "vanishing.json", run: () => fs.rmSync(file("vanishing")) }
+  await store.save(sampleTask("vanishing", "working"))
+  t.notOk((await store.list({})).tasks.some((task) => task.id === "vanishing"), "a file gone before the index read it is not listed")
+})
+
+t.test("retention: files that change or go between the index's look and the removal", async (t) => {
+  let armed: { op: string; name: string; run: () => void | Promise<void> } | undefined
+  const { dir, store, settle } = hooked(t, async (op, name) => {
+    if (armed && armed.op === op && armed.name === name) {
+      const { run } = armed
+      armed = undefined
+      await run()
+    }
+  })
+  const peer = new FileTaskStore(dir)
+  const finished = (id: string) => store.save({ ...sampleTask(id, "completed"), status: { state: "completed", timestamp: at(1) } })
+  for (const id of ["gone-at-stat", "gone-at-rename", "saved-again", "finished-again"]) await finished(id)
+  await settle()
+  armed = { op: "stat", name: "gone-at-stat.json", run: () => fs.rmSync(path.join(dir, "gone-at-stat.json")) }
+  t.equal(await store.deleteFinishedBefore(at(10)), 3, "a file removed by someone else before the check is not counted")
+  t.same(fs.readdirSync(dir), [])
+
+  for (const id of ["gone-at-rename", "saved-again", "finished-again"]) await finished(id)
+  await settle()
+  const removedBeforeRename = deferredRun(() => fs.rmSync(path.join(dir, "gone-at-rename.json")))
+  armed = { op: "rename", name: "gone-at-rename.json", run: removedBeforeRename }
+  t.equal(await store.deleteFinishedBefore(at(10)), 2, "nor one removed before it is moved aside")
+
+  await finished("saved-again")
+  await finished("finished-again")
+  await settle()
+  armed = { op: "stat", name: "saved-again.json", run: () => peer.save({ ...sampleTask("saved-again", "working"), status: { state: "working", timestamp: at(2) } }) }
+  t.equal(await store.deleteFinishedBefore(at(10)), 1, "a Task saved by another process since the listing is read again, and kept")
+  t.equal((await store.get("saved-again"))?.status.state, "working")
+  await finished("finished-again")
+  await settle()
+  armed = { op: "stat", name: "finished-again.json", run: () => peer.save({ ...sampleTask("finished-again", "failed"), status: { state: "failed", timestamp: at(3) } }) }
+  t.equal(await store.deleteFinishedBefore(at(10)), 1, "one saved again, still finished long ago, is removed")
+  t.same(fs.readdirSync(dir), ["saved-again.json"])
+})
+
+/** `run`, as a hook that runs once. */
+function deferredRun(run: () => void): () => void {
+  let done = false
+  return () => {
+    if (!done) run()
+    done = true
+  }
+}

@@ -226,9 +226,11 @@ export class FileIndex {
     this.sweepNeeded = false
     try {
       if (sweep) await this.sweep()
-      else await mapLimited([...names], CONCURRENCY, (name) => this.check(name))
-      // Looked at again every time: the failure may have passed, and a listing reports those it leaves out.
-      await mapLimited([...this.unreadableFiles.keys()], CONCURRENCY, (name) => this.check(name, true))
+      else {
+        // Unreadable files are read again every time: the failure may have passed.
+        for (const name of this.unreadableFiles.keys()) names.add(name)
+        await mapLimited([...names], CONCURRENCY, (name) => this.check(name))
+      }
     } catch (err) {
       this.sweepNeeded = true
       throw err
@@ -247,8 +249,8 @@ export class FileIndex {
     await mapLimited(names, CONCURRENCY, (name) => this.check(name))
   }
 
-  /** Stats `name`, and reads it when the stat differs from what is indexed (or `force`). */
-  private async check(name: string, force = false): Promise<void> {
+  /** Stats `name`, and reads it unless it is indexed with the same stamp. */
+  private async check(name: string): Promise<void> {
     const file = path.join(this.dir, name)
     let stats: FileStat
     try {
@@ -259,7 +261,7 @@ export class FileIndex {
       return
     }
     const entry = this.entries.get(name)
-    if (!force && entry !== undefined && unchanged(entry.stamp, stats)) {
+    if (entry !== undefined && unchanged(entry.stamp, stats)) {
       if (entry.stamp!.ctimeMs === undefined) entry.stamp = stampOf(stats)
       return
     }
