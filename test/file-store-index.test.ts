@@ -480,9 +480,11 @@ t.test("files that change or go between the index's look and the page's read", a
 
   armed = { op: "stat", name: "p-4.json", run: () => fs.rmSync(file("p-4")) }
   t.same((await store.list({})).tasks.map((task) => task.id), ["p-3", "p-2", "p-1"], "gone before its stat: left out, and the page made again")
+  await settle()
   armed = { op: "readFile", name: "p-3.json", run: () => fs.rmSync(file("p-3")) }
   fs.writeFileSync(file("p-3"), JSON.stringify({ ...sampleTask("p-3", "completed"), status: { state: "completed", timestamp: at(3) } }))
   t.same((await store.list({})).tasks.map((task) => task.id), ["p-2", "p-1"], "gone before its read")
+  await settle()
   fs.writeFileSync(file("p-2"), JSON.stringify({ ...sampleTask("p-2", "completed"), contextId: "moved", status: { state: "completed", timestamp: at(2) } }))
   const working = await store.list({ status: "working" })
   t.same(working.tasks.map((task) => task.id), ["p-1"], "changed in place to another state: found on reading, and the page made again")
