@@ -1,6 +1,6 @@
 import path from "node:path"
 import type { ReportError } from "./background-errors.js"
-import type { FileStat, FileSystem } from "./file.js"
+import type { FileStat, FileSystem } from "./file-system.js"
 import { TASK_FILE_SUFFIX } from "./file-names.js"
 import { listKeyOf, type ListKey } from "./list.js"
 import { parseStoredTask } from "./task-checks.js"
