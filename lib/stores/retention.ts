@@ -1,5 +1,3 @@
-import type { ReportError } from "./background-errors.js"
-
 /** How long a store keeps finished Tasks. */
 export interface RetentionOptions {
   /**
@@ -51,7 +49,8 @@ export class RetentionSweeper {
   constructor(
     private readonly ttlMs: number,
     private readonly deleteFinishedBefore: (cutoff: string) => Promise<number>,
-    private readonly report: ReportError,
+    /** A store's ReportError (background-errors.ts), named by shape so the two modules do not import each other. */
+    private readonly report: (err: unknown, operation: "retention") => void,
   ) {
     this.intervalMs = Math.min(MAX_SWEEP_INTERVAL_MS, Math.max(MIN_SWEEP_INTERVAL_MS, ttlMs / 4))
   }
