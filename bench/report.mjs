@@ -265,6 +265,18 @@ ${markdownTable(["store", "heap for 100k completed tasks", "per task"], [
 
 One task is ${memory.taskJsonBytes} bytes of JSON (user message, agent answer, one artifact, our internals in metadata).
 
+## FileTaskStore.list at ${results.fileList.count} tasks (child with --expose-gc)
+
+${markdownTable(["call", "ms (median of " + results.fileList.rounds + ")"], [
+  ["first listing after open (builds the index: reads every file once)", fixed(results.fileList.firstListMs, 1)],
+  [`context lookup (what SendMessage with a contextId asks: ${results.fileList.perContext} tasks in the context, pageSize 100)`, fixed(results.fileList.contextMs, 2)],
+  ["ListTasks first page (pageSize 50, no filter)", fixed(results.fileList.pageMs, 2)],
+  ["context lookup right after a save by the same store", fixed(results.fileList.afterOwnSaveMs, 2)],
+  ["context lookup right after a save by another store on the directory", fixed(results.fileList.afterPeerSaveMs, 2)],
+])}
+
+Heap held per task once the index is built: ${fixed(results.fileList.heapPerTask)} B.
+
 ## GetTask as the file store grows
 
 ${markdownTable(["tasks in the directory", "GetTask req/s (median)", "p50 ms", "p99 ms", "server CPU µs/req", "bad answers", "files written in"], growth.rows.map((r) => [String(r.size), fixed(r.rps), fixed(r.p50, 1), fixed(r.p99, 1), fixed(r.cpuUsPerRequest), String(r.bad), `${fixed(r.writeSeconds, 1)} s`]))}

@@ -1,7 +1,7 @@
 // npm run bench: toolnexus against the official A2A SDK and a bare Fastify ceiling, in one interleaved run.
 // Knobs (environment): BENCH_SECONDS (per load run, default 2), BENCH_ROUNDS (default 5),
 // BENCH_CONNECTIONS (default 32), BENCH_FILE_ROUNDS (FileTaskStore against raw fs, default 8),
-// BENCH_GROWTH (file-store sizes, default "1000,10000,100000").
+// BENCH_GROWTH (file-store sizes, default "1000,10000,100000"), BENCH_LIST_TASKS (file-store listing, default 10000).
 import { execFileSync } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import fs from "node:fs"
@@ -28,6 +28,7 @@ const settings = {
   fileRounds: Number(process.env.BENCH_FILE_ROUNDS ?? 8),
   growthSeconds: 2,
   growth: (process.env.BENCH_GROWTH ?? "1000,10000,100000").split(",").map(Number),
+  listTasks: Number(process.env.BENCH_LIST_TASKS ?? 10_000),
   profileSeconds: 5,
 }
 
@@ -62,6 +63,7 @@ try {
   results.http = await httpRounds()
   results.fileStore = await fileStoreOps()
   results.memory = await memoryPerTasks()
+  results.fileList = await fileStoreList()
   results.growth = await fileStoreGrowth()
   results.profiles = await profiles()
   results.wallSeconds = (performance.now() - started) / 1000
@@ -160,6 +162,20 @@ async function memoryPerTasks() {
   log("heap per 100k tasks (child with --expose-gc)")
   const { child, info } = await startChild(path.join(here, "memory.mjs"), ["100000"], { execArgv: ["--expose-gc"], timeoutMs: 300_000 })
   await stopChild(child)
+  return info
+}
+
+/** FileTaskStore.list at BENCH_LIST_TASKS Tasks: a context lookup, a ListTasks page, the index's heap; child with --expose-gc. */
+async function fileStoreList() {
+  log(`FileTaskStore.list at ${settings.listTasks} tasks (child with --expose-gc)`)
+  const dir = path.join(scratch, "file-list")
+  const { child, info } = await startChild(path.join(here, "file-list.mjs"), [dir, String(settings.listTasks), String(settings.rounds * 2)], {
+    execArgv: ["--expose-gc"],
+    timeoutMs: 600_000,
+  })
+  await stopChild(child)
+  await fsp.rm(dir, { recursive: true, force: true })
+  log(`file store at ${info.count} tasks: context lookup ${info.contextMs.toFixed(2)} ms, ListTasks page ${info.pageMs.toFixed(2)} ms, index ${info.heapPerTask.toFixed(0)} B/task`)
   return info
 }
 

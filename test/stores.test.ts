@@ -29,8 +29,21 @@ storeContract("InMemoryTaskStore", {
   },
 })
 storeContract("FileTaskStore", {
-  make: async (t, options) => new FileTaskStore(tmpDir(t), options),
+  make: async (t, options) => {
+    const store = new FileTaskStore(tmpDir(t), options)
+    t.teardown(() => store.close())
+    return store
+  },
   corrupt: async (_t, store, id) => fs.writeFileSync((store as FileTaskStore).fileFor(id), '{"id":"broken","status":'),
+  retention: true,
+  // The sweep is the store's own method: made to throw, then given back.
+  failSweeps: async (_t, store) => {
+    const files = store as FileTaskStore
+    files.deleteFinishedBefore = () => Promise.reject(new Error("sweep failed on purpose"))
+    return async () => {
+      delete (files as Partial<FileTaskStore>).deleteFinishedBefore
+    }
+  },
 })
 
 t.test("FileTaskStore keeps one <id>.json per plain id and nothing else", async (t) => {
@@ -194,6 +207,7 @@ t.test("resolveStore gives every store it builds the same onError", async (t) =>
   t.same(seen, [{ store: "FileTaskStore", operation: "list", taskId: "half-written" }], "the file store reports to it")
   for (const [selector, store] of [
     ["memory", "InMemoryTaskStore"],
+    [`file:${tmpDir(t)}`, "FileTaskStore"],
     [`file:${dir}`, "FileTaskStore"],
     ["postgres://u@127.0.0.1/test", "PostgresTaskStore"],
     ["nats://127.0.0.1:4222", "NatsTaskStore"],
@@ -207,6 +221,7 @@ t.test("resolveStore gives every store it builds the same onError", async (t) =>
 t.test("resolveStore gives the stores it builds options.retention, checked by each; a host's own store cannot take it", async (t) => {
   for (const [selector, store] of [
     ["memory", "InMemoryTaskStore"],
+    [`file:${tmpDir(t)}`, "FileTaskStore"],
     ["postgres://u@127.0.0.1/test", "PostgresTaskStore"],
     ["nats://127.0.0.1:4222", "NatsTaskStore"],
   ]) {

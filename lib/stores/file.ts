@@ -6,31 +6,17 @@ import { heapShare, textHeapBytes } from "../heap-budget.js"
 import { isProcessAlive } from "../process.js"
 import type { A2ATask } from "../types.js"
 import { errorReporter, type ReportError, type TaskStoreOptions } from "./background-errors.js"
-import { idFromFileName, pidFromTmpFileName, TASK_FILE_SUFFIX, taskFileName, tmpFileName } from "./file-names.js"
-import { checkQuery, pageOfTasks, type TaskPage, type TaskQuery } from "./list.js"
+import { FileIndex, mapLimited, sameKey, stampOf, unchanged, type Listed } from "./file-index.js"
+import { idFromFileName, pidFromTmpFileName, taskFileName, tmpFileName } from "./file-names.js"
+import { checkQuery, listKeyOf, pageOf, withoutArtifacts, type ListKey, type TaskPage, type TaskQuery } from "./list.js"
 import { OpenOnce } from "./open-once.js"
+import { isExpired, retentionSweeper, type RetentionSweeper } from "./retention.js"
 import { assertTask, assertTaskId, parseStoredTask } from "./task-checks.js"
 import type { TaskStore } from "./task-store.js"
 import { WriteOrder } from "./write-order.js"
+import type { FileStat, FileSystem, FileSystemHandle } from "./file-system.js"
 
-/** The file operations a FileTaskStore uses: node:fs/promises fits, and so does a wrapper that records or fails them. */
-export interface FileSystem {
-  /** Creates the store's directory and any missing parents; an existing directory is not an error. */
-  mkdir(path: string, options: { recursive: true }): Promise<unknown>
-  open(path: string, flags: "wx" | "r"): Promise<FileSystemHandle>
-  rename(from: string, to: string): Promise<void>
-  rm(path: string, options: { force: true }): Promise<void>
-  readFile(path: string, encoding: "utf8"): Promise<string>
-  readdir(path: string): Promise<string[]>
-  /** `ino`, `size` and `ctimeMs` let get() reuse a file it read before; a layer without them just reads every time. */
-  stat(path: string): Promise<{ mtimeMs: number; ctimeMs?: number; ino?: number; size?: number }>
-}
-
-export interface FileSystemHandle {
-  writeFile(data: string, encoding: "utf8"): Promise<void>
-  sync(): Promise<void>
-  close(): Promise<void>
-}
+export type { FileStat, FileSystem, FileSystemHandle } from "./file-system.js"
 
 export interface FileTaskStoreOptions extends TaskStoreOptions {
   /** Every file operation goes through it, creating the directory included; default node:fs (its callback API). */
@@ -42,6 +28,11 @@ export interface FileTaskStoreOptions extends TaskStoreOptions {
 /** A save never takes this long, so a tmp file this old is abandoned whoever wrote it. */
 const ABANDONED_TMP_AGE_MS = 10 * 60_000
 const FILE_SYSTEM_METHODS = ["mkdir", "open", "rename", "rm", "readFile", "readdir", "stat"] as const
+/** Files a listing reads side by side, and how often it pages again when its page's files were not what the index said. */
+const PAGE_READERS = 16
+const PAGE_ATTEMPTS = 3
+/** Expired Tasks a retention sweep removes side by side. */
+const RETENTION_REMOVERS = 8
 /** How many files' text get() keeps to skip re-reading them, and the heap they may take: a sixteenth of the heap limit. */
 const READ_CACHE_ENTRIES = 10_000
 const READ_CACHE_HEAP_FRACTION = 1 / 16
@@ -102,6 +93,12 @@ const defaultFileSystem: FileSystem = {
   readdir: (path) => fsp.readdir(path),
   readFile: (path, encoding) => viaCallback<string>((done) => fs.readFile(path, encoding, done)),
   stat: (path) => viaCallback<fs.Stats>((done) => fs.stat(path, done)),
+  watchDirectory: (dir, onChange, onError) => {
+    // Not persistent: a store that is never closed must not keep the process alive.
+    const watcher = fs.watch(dir, { persistent: false }, (_event, name) => onChange(name ?? undefined))
+    watcher.on("error", onError)
+    return watcher
+  },
 }
 
 let tmpCounter = 0
@@ -116,6 +113,10 @@ let tmpCounter = 0
  * error, never "not found". Opening the directory (begun at construction,
  * tried again by the next call when it fails) creates it and removes the tmp
  * files of saves a crash cut short; tmp files are never read as Tasks.
+ *
+ * list() pages from an index of what it filters and orders by (see
+ * FileIndex), and reads only the files of the page. With `opts.retention`,
+ * finished Tasks older than its TTL are deleted in the background.
  */
 export class FileTaskStore implements TaskStore {
   readonly dir: string
@@ -129,6 +130,9 @@ export class FileTaskStore implements TaskStore {
   private dirSyncNext: Promise<void> | undefined
   /** Text of files read before, by path, the longest ago read first; a file bigger than the whole budget is read every time. */
   private readonly readCache: BoundedCache<string, CachedRead>
+  /** What list() filters and orders by, for every Task file: built by the first listing. */
+  private readonly index: FileIndex
+  private readonly retention: RetentionSweeper | undefined
 
   constructor(dir: string, options: FileTaskStoreOptions = {}) {
     if (typeof dir !== "string" || dir.length === 0) {
@@ -145,9 +149,17 @@ export class FileTaskStore implements TaskStore {
     this.readCache = new BoundedCache({ maxEntries: READ_CACHE_ENTRIES, maxBytes: readCacheBytes }, weighCachedRead)
     this.dir = path.resolve(dir)
     this.fs = custom ?? defaultFileSystem
+    if (custom?.watchDirectory !== undefined && typeof custom.watchDirectory !== "function") {
+      throw new TypeError("FileTaskStore options.fs.watchDirectory, when given, should be a function (dir, onChange, onError) => { close() }")
+    }
     this.report = errorReporter("FileTaskStore", options.onError)
+    this.index = new FileIndex(this.fs, this.dir, this.report)
+    this.retention = retentionSweeper("FileTaskStore", options.retention, (cutoff) => this.deleteFinishedBefore(cutoff), this.report)
     // Never closed: close() only waits, and the store stays usable after it.
-    this.directory = new OpenOnce(() => openDirectory(this.fs, this.dir))
+    this.directory = new OpenOnce(async () => {
+      await openDirectory(this.fs, this.dir)
+      this.retention?.start()
+    })
     // Begun now, so a neighbour's abandoned tmp files go early; a failure is forgotten and the next call tries again.
     void this.open().catch(() => {})
   }
@@ -195,10 +207,10 @@ export class FileTaskStore implements TaskStore {
    * renames a new file into place, so a change by any process shows as a
    * new inode, size or time.
    */
-  private async readCurrent(file: string, id: string): Promise<{ text: string; task?: A2ATask } | undefined> {
-    let stats: Awaited<ReturnType<FileSystem["stat"]>>
+  private async readCurrent(file: string, id: string, known?: FileStat): Promise<{ text: string; task?: A2ATask } | undefined> {
+    let stats: FileStat
     try {
-      stats = await this.fs.stat(file)
+      stats = known ?? (await this.fs.stat(file))
     } catch (err) {
       this.readCache.delete(file)
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined
@@ -221,12 +233,6 @@ export class FileTaskStore implements TaskStore {
     // A hashed file name could in theory be shared by two ids; the id inside decides.
     if (read.id !== id) throw new Error(`FileTaskStore found a file at ${file} that does not hold task ${JSON.stringify(id)}`)
     return read
-  }
-
-  /** The Task in a file; undefined when there is no file; an error when it cannot be read or is not a Task. */
-  private async readFile(file: string): Promise<A2ATask | undefined> {
-    const text = await this.readText(file)
-    return text === undefined ? undefined : this.parse(file, text)
   }
 
   private parse(file: string, text: string): A2ATask {
@@ -253,32 +259,125 @@ export class FileTaskStore implements TaskStore {
     } catch (err) {
       return Promise.reject(err)
     }
-    return this.writes.run(task.id, () => this.open().then(() => this.writeDurably(file, text)))
+    const key = listKeyOf(task)
+    return this.writes.run(task.id, () => this.open().then(() => this.writeDurably(file, text, key)))
   }
 
   /**
-   * Reads every Task file in the directory: fine for thousands of Tasks. A
-   * file that cannot be read or parsed is left out and reported to onError
+   * One page, from the index, reading only the page's files. A file that
+   * cannot be read or parsed is left out and reported to onError
    * (operation "list") rather than failing every listing and restart
-   * recovery with it; `get` of its id still rejects with the error.
+   * recovery with it; `get` of its id still rejects with the error. A page
+   * file found changed since it was indexed is indexed anew, and the page
+   * made again.
    */
   async list(query: TaskQuery): Promise<TaskPage> {
     checkQuery(query)
     await this.open()
-    const names = (await this.fs.readdir(this.dir)).filter((name) => name.endsWith(TASK_FILE_SUFFIX))
-    const tasks: A2ATask[] = []
-    const readers = Array.from({ length: Math.min(32, names.length) }, async () => {
-      for (let name = names.pop(); name !== undefined; name = names.pop()) {
-        try {
-          const task = await this.readFile(path.join(this.dir, name))
-          if (task) tasks.push(task)
-        } catch (err) {
-          this.report(new Error(`FileTaskStore left an unreadable file out of a listing: ${(err as Error).message}`, { cause: err }), "list", idFromFileName(name))
-        }
+    await this.index.current()
+    for (const [name, err] of this.index.unreadable()) this.reportUnlisted(name, err)
+    for (let attempt = 1; ; attempt++) {
+      const { items, ...page } = pageOf(this.index.listed(), keyOfListed, query)
+      const reads = await mapLimited(items, PAGE_READERS, (item) => this.readListed(item))
+      if (attempt < PAGE_ATTEMPTS && reads.some((read) => read.changed)) continue
+      const tasks = reads.flatMap((read) => (read.task === undefined ? [] : [read.task]))
+      return { ...page, tasks: query.includeArtifacts ? tasks : tasks.map(withoutArtifacts) }
+    }
+  }
+
+  /** A listed file's Task, through the read cache; `changed` when the file no longer holds what the index said (the index is told). */
+  private async readListed(item: Listed): Promise<{ task?: A2ATask; changed: boolean }> {
+    const file = path.join(this.dir, item.name)
+    try {
+      const stats = await this.fs.stat(file)
+      const read = await this.readCurrent(file, item.key.id, stats)
+      if (read === undefined) {
+        this.index.removed(item.name)
+        return { changed: true }
       }
+      const task = read.task ?? this.parse(file, read.text)
+      if (unchanged(item.stamp, stats)) return { task, changed: false }
+      const key = listKeyOf(task)
+      this.index.found(item.name, { key, stamp: stampOf(stats) })
+      return { task, changed: !sameKey(key, item.key) }
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") {
+        this.index.removed(item.name)
+        return { changed: true }
+      }
+      this.index.found(item.name, { error: err as Error })
+      this.reportUnlisted(item.name, err as Error)
+      return { changed: true }
+    }
+  }
+
+  private reportUnlisted(name: string, err: Error): void {
+    this.report(new Error(`FileTaskStore left an unreadable file out of a listing: ${err.message}`, { cause: err }), "list", idFromFileName(name))
+  }
+
+  /**
+   * Deletes the Tasks `isExpired` at `cutoff` (finished, with an ISO 8601
+   * status timestamp before it); resolves with how many. What a retention
+   * sweep calls. Each goes through its id's write order,
+   * so a save of it called meanwhile in this process lands; a save by
+   * another process found in its place is put back (see removeExpired).
+   */
+  async deleteFinishedBefore(cutoff: string): Promise<number> {
+    if (typeof cutoff !== "string") throw new TypeError("deleteFinishedBefore needs an ISO-8601 time, e.g. new Date(Date.now() - ttlMs).toISOString()")
+    await this.open()
+    await this.index.current()
+    const expired = [...this.index.listed()].filter((item) => isExpired(item.key, cutoff))
+    const removed = await mapLimited(expired, RETENTION_REMOVERS, (item) =>
+      this.removeExpired(item, cutoff).catch((err) => {
+        this.report(err, "retention", item.key.id)
+        return false
+      }),
+    )
+    return removed.filter(Boolean).length
+  }
+
+  /**
+   * Removes an expired Task's file unless it changed into something that
+   * is not. The file is renamed aside (to a tmp name, never read as a Task)
+   * before it is removed: if what was moved is not the file just checked,
+   * a save by another process landed in between, and it is renamed back.
+   */
+  private removeExpired(item: Listed, cutoff: string): Promise<boolean> {
+    return this.writes.run(item.key.id, async () => {
+      const file = path.join(this.dir, item.name)
+      let stats: FileStat
+      try {
+        stats = await this.fs.stat(file)
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err
+        this.index.removed(item.name)
+        return false
+      }
+      if (!unchanged(item.stamp, stats)) {
+        const text = await this.readText(file)
+        if (text === undefined) return false
+        const key = listKeyOf(this.parse(file, text))
+        this.index.found(item.name, { key, stamp: stampOf(stats) })
+        if (!isExpired(key, cutoff)) return false
+      }
+      const aside = path.join(this.dir, tmpFileName(item.name, process.pid, ++tmpCounter))
+      try {
+        await this.fs.rename(file, aside)
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err
+        this.index.removed(item.name)
+        return false
+      }
+      const moved = await this.fs.stat(aside)
+      if (stats.ino !== undefined && (moved.ino !== stats.ino || moved.size !== stats.size || moved.mtimeMs !== stats.mtimeMs)) {
+        await this.fs.rename(aside, file)
+        this.index.markDirty(item.name)
+        return false
+      }
+      await this.fs.rm(aside, { force: true })
+      this.index.removed(item.name)
+      return true
     })
-    await Promise.all(readers)
-    return pageOfTasks(tasks, query)
   }
 
   delete(id: string): Promise<void> {
@@ -289,16 +388,27 @@ export class FileTaskStore implements TaskStore {
     } catch (err) {
       return Promise.reject(err)
     }
-    return this.writes.run(id, () => this.open().then(() => this.fs.rm(file, { force: true })))
+    return this.writes.run(id, async () => {
+      await this.open()
+      await this.fs.rm(file, { force: true })
+      this.index.removed(path.basename(file))
+    })
   }
 
-  /** Resolves once the opening and every save and delete already called have landed (or failed). The store stays usable. */
+  /**
+   * Stops the retention sweeps and the index's watcher, and resolves once
+   * the opening and every save and delete already called have landed (or
+   * failed). The store stays usable; its listings then find other
+   * processes' changes by the directory's times.
+   */
   async close(): Promise<void> {
-    await Promise.all([this.directory.current?.catch(() => {}), this.writes.idle()])
+    this.index.stop()
+    await Promise.all([this.directory.current?.catch(() => {}), this.writes.idle(), this.retention?.stop()])
   }
 
-  private async writeDurably(file: string, text: string): Promise<void> {
+  private async writeDurably(file: string, text: string, key: ListKey): Promise<void> {
     const { tmp, handle } = await this.openTmpFile(file)
+    let stamp
     try {
       try {
         await handle.writeFile(text, "utf8")
@@ -306,11 +416,14 @@ export class FileTaskStore implements TaskStore {
       } finally {
         await handle.close()
       }
+      // Stamped before the rename, so the stamp is of this very file (after it, another process's may be in place).
+      if (this.index.active) stamp = stampOf(await this.fs.stat(tmp))
       await this.fs.rename(tmp, file)
     } catch (err) {
       await this.fs.rm(tmp, { force: true }).catch(() => {})
       throw err
     }
+    this.index.saved(path.basename(file), key, stamp)
     await this.syncDirectoryAfterRename()
   }
 
@@ -362,6 +475,9 @@ export class FileTaskStore implements TaskStore {
     }
   }
 }
+
+const keyOfListed = (item: Listed): ListKey => item.key
+
 
 /** Creates the directory (through the store's file system, like every other operation), then sweeps it. */
 async function openDirectory(files: FileSystem, dir: string): Promise<void> {

@@ -9,7 +9,7 @@ export class WriteOrder {
   private readonly tails = new Map<string, Promise<void>>()
 
   /** Runs `write` after the writes of `id` already called (at once when there are none); settles as `write` does. */
-  run(id: string, write: () => Promise<void>): Promise<void> {
+  run<T = void>(id: string, write: () => Promise<T>): Promise<T> {
     const previous = this.tails.get(id)
     const result = previous === undefined ? start(write) : previous.then(write)
     const tail = result.then(ignore, ignore)
@@ -29,7 +29,7 @@ export class WriteOrder {
 function ignore(): void {}
 
 /** `write()`, with a synchronous throw as a rejection. */
-function start(write: () => Promise<void>): Promise<void> {
+function start<T>(write: () => Promise<T>): Promise<T> {
   try {
     return write()
   } catch (err) {

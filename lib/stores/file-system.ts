@@ -1,0 +1,34 @@
+/** The file operations a FileTaskStore uses: node:fs/promises fits, and so does a wrapper that records or fails them. */
+export interface FileSystem {
+  /** Creates the store's directory and any missing parents; an existing directory is not an error. */
+  mkdir(path: string, options: { recursive: true }): Promise<unknown>
+  open(path: string, flags: "wx" | "r"): Promise<FileSystemHandle>
+  rename(from: string, to: string): Promise<void>
+  rm(path: string, options: { force: true }): Promise<void>
+  readFile(path: string, encoding: "utf8"): Promise<string>
+  readdir(path: string): Promise<string[]>
+  /** `ino`, `size` and `ctimeMs` let get() and list() reuse a file they read before; a layer without them just reads every time. */
+  stat(path: string): Promise<FileStat>
+  /**
+   * Optional: calls `onChange(name)` soon after a file in directory `dir` is
+   * created, replaced, changed or removed (`undefined` when it cannot say
+   * which), and `onError` when watching stops; returns what stops it; throws
+   * when the directory cannot be watched. The default is fs.watch. Without
+   * it, list() finds other processes' changes by a stat of every Task file
+   * whenever the directory's times moved.
+   */
+  watchDirectory?(dir: string, onChange: (name: string | undefined) => void, onError: (err: Error) => void): { close(): void }
+}
+
+export interface FileStat {
+  mtimeMs: number
+  ctimeMs?: number
+  ino?: number
+  size?: number
+}
+
+export interface FileSystemHandle {
+  writeFile(data: string, encoding: "utf8"): Promise<void>
+  sync(): Promise<void>
+  close(): Promise<void>
+}
