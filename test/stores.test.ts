@@ -1,49 +1,43 @@
 import fs from "node:fs"
 import path from "node:path"
-import t from "tap"
+import t, { type Test } from "tap"
 import { FileTaskStore } from "../lib/stores/file.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import { NatsTaskStore } from "../lib/stores/nats.js"
 import { PostgresTaskStore } from "../lib/stores/postgres.js"
 import { resolveStore } from "../lib/stores/resolve.js"
+import type { TaskStore } from "../lib/stores/task-store.js"
 import { storeContract } from "./store-contract.js"
 import type { A2ATask } from "../lib/types.js"
 import { recordingFs, sampleTask, tmpDir, waitFor } from "./helpers.js"
 
 const task = sampleTask
 
+/** A store closed when the test ends, so its retention sweeper stops with it. */
+function closedAtEnd<S extends TaskStore>(t: Test, store: S): S {
+  t.teardown(() => store.close?.())
+  return store
+}
+
+/** How a sweep of a store with its own sweep method fails: the method made to reject, then given back (the prototype's again). */
+async function failOwnSweeps(_t: Test, store: TaskStore): Promise<() => Promise<void>> {
+  const sweeping = store as TaskStore & { deleteFinishedBefore?: (cutoff: string) => Promise<number> }
+  sweeping.deleteFinishedBefore = () => Promise.reject(new Error("sweep failed on purpose"))
+  return async () => {
+    delete sweeping.deleteFinishedBefore
+  }
+}
+
 storeContract("InMemoryTaskStore", {
-  make: async (t, options) => {
-    const store = new InMemoryTaskStore(options)
-    t.teardown(() => store.close())
-    return store
-  },
+  make: async (t, options) => closedAtEnd(t, new InMemoryTaskStore(options)),
   retention: true,
-  // The sweep is the store's own method: made to throw, then given back.
-  failSweeps: async (_t, store) => {
-    const memory = store as InMemoryTaskStore
-    memory.deleteFinishedBefore = () => Promise.reject(new Error("sweep failed on purpose"))
-    return async () => {
-      delete (memory as Partial<InMemoryTaskStore>).deleteFinishedBefore
-    }
-  },
+  failSweeps: failOwnSweeps,
 })
 storeContract("FileTaskStore", {
-  make: async (t, options) => {
-    const store = new FileTaskStore(tmpDir(t), options)
-    t.teardown(() => store.close())
-    return store
-  },
+  make: async (t, options) => closedAtEnd(t, new FileTaskStore(tmpDir(t), options)),
   corrupt: async (_t, store, id) => fs.writeFileSync((store as FileTaskStore).fileFor(id), '{"id":"broken","status":'),
   retention: true,
-  // The sweep is the store's own method: made to throw, then given back.
-  failSweeps: async (_t, store) => {
-    const files = store as FileTaskStore
-    files.deleteFinishedBefore = () => Promise.reject(new Error("sweep failed on purpose"))
-    return async () => {
-      delete (files as Partial<FileTaskStore>).deleteFinishedBefore
-    }
-  },
+  failSweeps: failOwnSweeps,
 })
 
 t.test("FileTaskStore keeps one <id>.json per plain id and nothing else", async (t) => {

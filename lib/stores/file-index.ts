@@ -4,6 +4,7 @@ import type { FileStat, FileSystem } from "./file-system.js"
 import { TASK_FILE_SUFFIX } from "./file-names.js"
 import { listKeyOf, type ListKey } from "./list.js"
 import { parseStoredTask } from "./task-checks.js"
+import { NextRun } from "./next-run.js"
 
 /**
  * What tells one version of a file from another: a save renames a new file
@@ -112,8 +113,8 @@ export class FileIndex {
   /** The directory's stat at the last refresh, and whether its times were too recent to trust "unchanged" after. */
   private dirStats: FileStat | undefined
   private dirRacy = true
-  private refreshRunning: Promise<void> | undefined
-  private refreshNext: Promise<void> | undefined
+  /** Refreshes: one under way, and the next one that callers arriving meanwhile share. */
+  private readonly refreshes = new NextRun(() => this.refresh())
 
   constructor(
     private readonly fs: FileSystem,
@@ -142,12 +143,7 @@ export class FileIndex {
    * made while a refresh runs share the next one.
    */
   current(): Promise<void> {
-    if (this.refreshRunning === undefined) return this.startRefresh()
-    this.refreshNext ??= this.refreshRunning.then(
-      () => this.startRefresh(),
-      () => this.startRefresh(),
-    )
-    return this.refreshNext
+    return this.refreshes.request()
   }
 
   /** This store renamed a file with `key` into place as `name`; `stamp` is the file's, taken before the rename (or undefined). */
@@ -186,17 +182,6 @@ export class FileIndex {
   stop(): void {
     this.stopped = true
     this.unwatch()
-  }
-
-  private startRefresh(): Promise<void> {
-    this.refreshNext = undefined
-    const running = this.refresh()
-    this.refreshRunning = running
-    const clear = () => {
-      if (this.refreshRunning === running) this.refreshRunning = undefined
-    }
-    running.then(clear, clear)
-    return running
   }
 
   private async refresh(): Promise<void> {

@@ -15,6 +15,7 @@ import { assertTask, assertTaskId, parseStoredTask } from "./task-checks.js"
 import type { TaskStore } from "./task-store.js"
 import { WriteOrder } from "./write-order.js"
 import type { FileStat, FileSystem, FileSystemHandle } from "./file-system.js"
+import { NextRun } from "./next-run.js"
 
 export type { FileStat, FileSystem, FileSystemHandle } from "./file-system.js"
 
@@ -125,9 +126,12 @@ export class FileTaskStore implements TaskStore {
   /** The directory, created and rid of abandoned tmp files; every operation waits for it. */
   private readonly directory: OpenOnce<void>
   private readonly writes = new WriteOrder()
-  /** The directory fsync under way, and the one queued to follow it (see syncDirectoryAfterRename). */
-  private dirSyncRunning: Promise<void> | undefined
-  private dirSyncNext: Promise<void> | undefined
+  /**
+   * Group commit: saves whose renames are done share one directory fsync,
+   * as long as it began after their rename. A save arriving while an fsync
+   * runs waits for the next one, which serves every save that arrived meanwhile.
+   */
+  private readonly directorySyncs = new NextRun(() => this.syncDirectory())
   /** Text of files read before, by path, the longest ago read first; a file bigger than the whole budget is read every time. */
   private readonly readCache: BoundedCache<string, CachedRead>
   /** What list() filters and orders by, for every Task file: built by the first listing. */
@@ -424,33 +428,7 @@ export class FileTaskStore implements TaskStore {
       throw err
     }
     this.index.saved(path.basename(file), key, stamp)
-    await this.syncDirectoryAfterRename()
-  }
-
-  /**
-   * Group commit: saves whose renames are done share one directory fsync,
-   * as long as it began after their rename. A save arriving while an fsync
-   * runs waits for the next one, which starts when that one ends and
-   * serves every save that arrived meanwhile.
-   */
-  private syncDirectoryAfterRename(): Promise<void> {
-    if (this.dirSyncRunning === undefined) return this.startDirectorySync()
-    this.dirSyncNext ??= this.dirSyncRunning.then(
-      () => this.startDirectorySync(),
-      () => this.startDirectorySync(),
-    )
-    return this.dirSyncNext
-  }
-
-  private startDirectorySync(): Promise<void> {
-    this.dirSyncNext = undefined
-    const running = this.syncDirectory()
-    this.dirSyncRunning = running
-    const clear = () => {
-      if (this.dirSyncRunning === running) this.dirSyncRunning = undefined
-    }
-    running.then(clear, clear)
-    return running
+    await this.directorySyncs.request()
   }
 
   /** Creates a tmp file no one else writes: "wx" refuses a name that exists (a leftover, or another process with our pid). */
