@@ -34,7 +34,8 @@ t.test("an input-required task continues with the peer's answer, in the same tas
   t.equal(second.result.artifacts[0].parts[0].text, "Booked for 4")
   t.same(second.result.history.map((m: { role: string }) => m.role), ["user", "agent", "user", "agent"])
   t.same(seen[1].map((m) => [m.role, m.content]), [["user", "book a table"], ["assistant", "For how many people?"], ["user", "4"]], "the model sees the whole exchange")
-  t.same((store as RecordingStore).statesOf(first.result.id), ["submitted", "working", "input-required", "working", "completed"])
+  // The follow-up is saved (submitted, with its message) before it runs, as a new Task is.
+  t.same((store as RecordingStore).statesOf(first.result.id), ["submitted", "working", "input-required", "submitted", "working", "completed"])
 
   const wrongContext = await call(rpc("SendMessage", { message: userMessage("5", { taskId: first.result.id, contextId: "elsewhere" }) }))
   t.match(wrongContext.error, { code: -32602, message: /contextId does not match/ })

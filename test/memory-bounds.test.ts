@@ -63,6 +63,23 @@ t.test("at the budget, a running Task's next states are still saved, the final o
   t.ok(store.usage.bytes <= store.bounds.maxBytes)
 })
 
+t.test("a follow-up that puts an interrupted Task back in line (submitted) must fit like a new Task; it grows nothing past the budget", async (t) => {
+  const one = weight(taskOf("a", "working", 10_000))
+  const store = new InMemoryTaskStore({ maxBytes: 3 * one, maxBytesPerOwner: 3 * one })
+  await store.save(taskOf("asks", "input-required", 10_000))
+  await store.save(taskOf("runs", "working", 10_000))
+  // Room for the growth: saved.
+  await store.save(taskOf("asks", "submitted", 10_500))
+  await store.save(taskOf("asks", "input-required", 10_500))
+  // A follow-up twice as large as the room left: refused, and what was held stays.
+  await t.rejects(store.save(taskOf("asks", "submitted", 2 * 10_000 + 10_500)), { name: "StoreFullError", limit: "maxBytes" })
+  t.equal((await store.get("asks"))?.status.state, "input-required", "the interrupted Task is as it was")
+  t.ok(store.usage.bytes <= store.bounds.maxBytes, "still within the budget")
+  // A running Task's own growth (working to input-required) is never refused, as before.
+  await store.save(taskOf("runs", "input-required", 20_000))
+  t.equal((await store.get("runs"))?.status.state, "input-required")
+})
+
 t.test("an entry budget works the same way", async (t) => {
   const store = new InMemoryTaskStore({ maxTasks: 3, maxTasksPerOwner: 3 })
   await store.save(taskOf("done-1", "canceled"))

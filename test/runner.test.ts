@@ -2,6 +2,8 @@ import t from "tap"
 import { TaskEvents } from "../lib/a2a/events.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
 import { createLocalClient } from "../lib/client/client.js"
+import { InMemoryTaskStore } from "../lib/stores/memory.js"
+import type { TaskStore } from "../lib/stores/task-store.js"
 import { deferred, FlakyStore, holdSavesOf, memoryLogger, RecordingStore, userMessage, waitFor } from "./helpers.js"
 
 /** TaskRunner on its own, without a dispatcher: a cancel meeting the run's final save. */
@@ -54,4 +56,54 @@ t.test("a grace past Node's longest timer waits for the work instead of aborting
   hold.resolve("done")
   await stopped
   t.same(store.statesOf(started.task.id), ["submitted", "working", "completed"])
+})
+
+/** A runner whose model asks once ("how many?") and then answers; the Task it started, now input-required. */
+async function askingRunner(store: TaskStore) {
+  const runner = new TaskRunner({
+    store,
+    client: createLocalClient(({ messages }) => (messages.length === 1 ? { text: "how many?", inputRequired: true } : `booked for ${messages.at(-1)?.content}`)),
+    log: memoryLogger(),
+    events: new TaskEvents(),
+  })
+  const started = await runner.start(userMessage("book") as never)
+  const asked = await started.settled
+  return { runner, asked }
+}
+
+t.test("a follow-up is saved submitted before it runs; a store full for it refuses it as at capacity, and the Task stays as it was", async (t) => {
+  const store = new InMemoryTaskStore({ maxBytes: 40_000, maxBytesPerOwner: 40_000 })
+  const { runner, asked } = await askingRunner(store)
+  t.equal(asked.status.state, "input-required")
+  await t.rejects(runner.resume(asked, userMessage("x".repeat(30_000), { taskId: asked.id }) as never), { code: -32603, message: /at capacity/ })
+  t.equal((await store.get(asked.id))?.status.state, "input-required", "the Task still waits for its answer")
+  const resumed = await runner.resume(asked, userMessage("4", { taskId: asked.id }) as never)
+  t.equal(resumed.task.status.state, "submitted", "the follow-up answers at once with the Task saved submitted")
+  t.equal((await resumed.settled).status.state, "completed")
+})
+
+t.test("a cancel while a follow-up's first save is awaited ends the Task canceled, and nothing runs after", async (t) => {
+  const store = new RecordingStore()
+  const { runner, asked } = await askingRunner(store)
+  // The follow-up's save lands (stores keep call order) and is acknowledged only when the test says.
+  const saveOf = store.save.bind(store)
+  const gate = deferred()
+  let held = false
+  store.save = async (task) => {
+    await saveOf(task)
+    if (task.status.state === "submitted") {
+      held = true
+      await gate.promise
+    }
+  }
+  const submitted = { started: () => held, release: () => gate.resolve() }
+  const resuming = runner.resume(asked, userMessage("4", { taskId: asked.id }) as never)
+  await waitFor(submitted.started, 5000, "the follow-up's save to start")
+  await t.rejects(runner.resume(asked, userMessage("5", { taskId: asked.id }) as never), { code: -32004, message: /already running/ }, "a second follow-up meanwhile")
+  const canceled = runner.cancel(asked.id)
+  submitted.release()
+  t.equal((await canceled).status.state, "canceled")
+  const started = await resuming
+  t.equal((await started.settled).status.state, "canceled")
+  t.same(store.statesOf(asked.id), ["submitted", "working", "input-required", "submitted", "canceled"], "no working after the cancel")
 })

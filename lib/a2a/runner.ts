@@ -74,6 +74,8 @@ interface Running {
   lookUpContext: boolean
   /** Whose earlier Tasks of the context the model may see (undefined: everyone's, without authentication). */
   historyOwners: ReadonlyArray<string | null> | undefined
+  /** Registered while its first save is awaited (a follow-up's): neither running nor queued yet. */
+  unscheduled: boolean
   settled: Promise<A2ATask>
   settle: () => void
 }
@@ -170,12 +172,20 @@ export class TaskRunner {
     return this.launch(task, bytes, opts, incoming.contextId !== undefined)
   }
 
-  /** Continues an `input-required` Task with the peer's answer. */
+  /**
+   * Continues an `input-required` Task with the peer's answer: saved
+   * `submitted` with the message before it runs (or waits for a slot), as a
+   * new Task is, so the follow-up is durable once the peer has its answer and
+   * a full store refuses it as it refuses a new Task.
+   */
   async resume(task: A2ATask, incoming: A2AMessage, opts: StartOptions = {}): Promise<StartedTask> {
     this.assertCanTake()
     if (this.running.has(task.id)) throw new A2AError(ErrorCode.UnsupportedOperation, `Task ${truncate(task.id)} is already running`)
     const message = this.stamp(incoming, task.id, task.contextId)
-    const resumed = withInternals({ ...task, history: [...(task.history ?? []), message] }, { ...internalsOf(task), runner: this.self })
+    const resumed = withInternals(
+      { ...task, status: { state: "submitted", timestamp: now() }, history: [...(task.history ?? []), message] },
+      { ...internalsOf(task), runner: this.self },
+    )
     const bytes = jsonBytes(resumed)
     if (bytes > this.maxTaskBytes) {
       throw this.tooLarge(
@@ -183,7 +193,20 @@ export class TaskRunner {
         `start a new task instead (no taskId${task.contextId === undefined ? "" : `, contextId ${truncate(task.contextId)} to stay in its context`})`,
       )
     }
-    return this.launch(resumed, bytes, opts, true)
+    // Held while the save is awaited, so a second follow-up meanwhile is told the Task is already running.
+    const record = this.register(resumed, bytes, opts, true)
+    try {
+      await this.opts.store.save(resumed)
+    } catch (err) {
+      this.running.delete(task.id)
+      if (err instanceof StoreFullError) throw this.storeFull(err, opts.principal)
+      if (err instanceof TaskConflictError) {
+        throw new A2AError(ErrorCode.UnsupportedOperation, `Task ${truncate(task.id)} is ${err.stored.status.state} and takes no further messages; send a message without taskId to start a new task`)
+      }
+      throw err
+    }
+    this.logTransition(resumed)
+    return this.schedule(record, opts)
   }
 
   /** The peer's message would make a Task past maxTaskBytes: -32602 naming the limit. */
@@ -298,7 +321,11 @@ export class TaskRunner {
   }
 
   private launch(task: A2ATask, bytes: number, opts: StartOptions, lookUpContext: boolean): StartedTask {
-    const events = opts.watch ? eventQueue(this.opts.events, task.id) : undefined
+    return this.schedule(this.register(task, bytes, opts, lookUpContext), opts)
+  }
+
+  /** The run of a saved Task, known to the runner (cancel finds it) but not yet started or queued. */
+  private register(task: A2ATask, bytes: number, opts: StartOptions, lookUpContext: boolean): Running {
     let resolveSettled!: (task: A2ATask) => void
     const record: Running = {
       task,
@@ -307,6 +334,7 @@ export class TaskRunner {
       bytes,
       lookUpContext,
       historyOwners: opts.historyOwners ?? ownersVisibleTo(opts.principal),
+      unscheduled: true,
       settled: new Promise((resolve) => (resolveSettled = resolve)),
       settle: () => {
         if (this.running.get(task.id) === record) this.running.delete(task.id)
@@ -314,9 +342,18 @@ export class TaskRunner {
       },
     }
     this.running.set(task.id, record)
+    return record
+  }
+
+  /** Starts the run in a free slot, or queues it. */
+  private schedule(record: Running, opts: StartOptions): StartedTask {
+    const events = opts.watch ? eventQueue(this.opts.events, record.task.id) : undefined
+    // Ended while its first save was awaited (canceled): whoever ended it took it out of line and settles it.
+    if (!record.unscheduled) return { task: record.task, settled: record.settled, events }
+    record.unscheduled = false
     if (this.going < this.maxRunning) this.begin(record)
     else this.queue.push(record)
-    return { task, settled: record.settled, events }
+    return { task: record.task, settled: record.settled, events }
   }
 
   /** Runs a task in a free slot; when it ends, the next queued task takes the slot. */
@@ -467,8 +504,12 @@ export class TaskRunner {
     if (this.dequeue(record)) record.settle()
   }
 
-  /** Takes a task that has no slot yet out of the queue; false when it is not waiting there. */
+  /** Takes a task that has no slot yet out of line (the queue, or not yet scheduled); false when it is not waiting. */
   private dequeue(record: Running): boolean {
+    if (record.unscheduled) {
+      record.unscheduled = false
+      return true
+    }
     const at = this.queue.indexOf(record)
     if (at === -1) return false
     this.queue.splice(at, 1)

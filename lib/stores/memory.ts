@@ -142,8 +142,9 @@ export class InMemoryTaskStore implements TaskStore {
     const entry: Entry = { json, key, bytes: ENTRY_HEAP_BYTES + textHeapBytes(json), finished: TERMINAL_STATES.has(task.status.state) }
     this.dropExpired()
     const previous = this.tasks.get(task.id)
-    if (previous === undefined) this.admit(entry)
-    else this.remove(task.id, previous)
+    // A Task submitted, new or a follow-up that put an interrupted one back in line, is new work: it must fit.
+    if (previous === undefined || (entry.key.state === "submitted" && previous.key.state !== "submitted")) this.admit(entry, previous)
+    if (previous !== undefined) this.remove(task.id, previous)
     this.add(task.id, entry)
     this.makeRoom(task.id, entry)
   }
@@ -179,16 +180,22 @@ export class InMemoryTaskStore implements TaskStore {
     return deleted
   }
 
-  /** Throws StoreFullError unless dropping finished Tasks can make room for a new one, in its owner's share and in total. */
-  private admit(entry: Entry): void {
+  /**
+   * Throws StoreFullError unless dropping finished Tasks can make room for
+   * `entry`, in its owner's share and in total: a new Task, or the growth
+   * of the unfinished one it replaces (`previous`).
+   */
+  private admit(entry: Entry, previous: Entry | undefined): void {
     const owner = entry.key.owner
     const own = this.owners.get(owner) ?? newHolding()
     const { maxTasks, maxBytes, maxTasksPerOwner, maxBytesPerOwner } = this.limits
     const ownerName = owner === false ? undefined : owner
-    if (this.all.tasks - this.all.finished.size + 1 > maxTasks) throw new StoreFullError("InMemoryTaskStore", "maxTasks", maxTasks)
-    if (this.all.bytes - this.all.finishedBytes + entry.bytes > maxBytes) throw new StoreFullError("InMemoryTaskStore", "maxBytes", maxBytes)
-    if (own.tasks - own.finished.size + 1 > maxTasksPerOwner) throw new StoreFullError("InMemoryTaskStore", "maxTasksPerOwner", maxTasksPerOwner, ownerName)
-    if (own.bytes - own.finishedBytes + entry.bytes > maxBytesPerOwner) throw new StoreFullError("InMemoryTaskStore", "maxBytesPerOwner", maxBytesPerOwner, ownerName)
+    const added = previous === undefined || previous.finished ? 1 : 0
+    const grown = entry.bytes - (previous === undefined || previous.finished ? 0 : previous.bytes)
+    if (this.all.tasks - this.all.finished.size + added > maxTasks) throw new StoreFullError("InMemoryTaskStore", "maxTasks", maxTasks)
+    if (this.all.bytes - this.all.finishedBytes + grown > maxBytes) throw new StoreFullError("InMemoryTaskStore", "maxBytes", maxBytes)
+    if (own.tasks - own.finished.size + added > maxTasksPerOwner) throw new StoreFullError("InMemoryTaskStore", "maxTasksPerOwner", maxTasksPerOwner, ownerName)
+    if (own.bytes - own.finishedBytes + grown > maxBytesPerOwner) throw new StoreFullError("InMemoryTaskStore", "maxBytesPerOwner", maxBytesPerOwner, ownerName)
   }
 
   private add(id: string, entry: Entry): void {
