@@ -1,6 +1,7 @@
 import t from "tap"
 import { TaskEvents } from "../lib/a2a/events.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
+import { MAX_TIMER_MS } from "../lib/duration.js"
 import { createLocalClient } from "../lib/client/client.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
@@ -49,9 +50,18 @@ t.test("a grace past Node's longest timer waits for the work instead of aborting
   })
   const started = await runner.start(userMessage("x") as never)
   await waitFor(() => store.statesOf(started.task.id).includes("working"))
-  const stopped = runner.stop(3e9) // ~35 days: setTimeout would clamp it to 1 ms
-  // A timer due later than 1 ms: the clamped one, had it been set, fires first.
-  await new Promise((resolve) => setTimeout(resolve, 20))
+  // Every timer the stop sets, by delay: one past Node's longest fires after 1 ms instead.
+  const delays: number[] = []
+  const realSetTimeout = globalThis.setTimeout
+  globalThis.setTimeout = ((fn: () => void, ms?: number, ...args: unknown[]) => {
+    delays.push(ms ?? 0)
+    return realSetTimeout(fn, ms, ...args)
+  }) as typeof setTimeout
+  t.teardown(() => void (globalThis.setTimeout = realSetTimeout))
+  const stopped = runner.stop(3e9) // ~35 days
+  await new Promise((resolve) => setImmediate(resolve)) // the stop's synchronous start, where the grace timer would be set
+  globalThis.setTimeout = realSetTimeout
+  t.notOk(delays.some((ms) => ms > MAX_TIMER_MS), `no timer past Node's longest (set: ${delays.join(", ") || "none"})`)
   t.equal(aborted, false, "the run was not aborted")
   hold.resolve("done")
   await stopped

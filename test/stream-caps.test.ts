@@ -122,7 +122,7 @@ t.test("without authentication streams are counted per client address", async (t
   t.equal(slots.open(), 3)
 })
 
-t.test("over HTTP: a refused stream is a JSON answer, never an event stream; stopping the server gives every slot back", async (t) => {
+t.test("over HTTP: a refused stream is a JSON answer, never an event stream; stopping the server ends the open ones", async (t) => {
   const model = heldModel()
   const srv = await serve("127.0.0.1:0", { client: model.client, logger: false, a2a: { maxStreams: 2, shutdownGraceMs: 0 } })
   t.teardown(() => srv.stop())
