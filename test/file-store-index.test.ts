@@ -219,12 +219,19 @@ t.test("retention: a save of an expiring Task made during the sweep is kept, by 
   const finishedLongAgo = { ...sampleTask("follow-up", "completed"), status: { state: "completed" as const, timestamp: at(1) } }
   const peer = new FileTaskStore(dir)
   let during: (() => Promise<void>) | undefined
-  // Runs `during` at the moment the sweep moves the file aside: after it checked the file, before it removes it.
+  let putBack: (() => Promise<void>) | undefined
+  // Runs `during` at the moment the sweep moves the file aside (after it checked the file, before it removes it),
+  // and `putBack` at the moment it puts a file back from aside (by link, or by a rename from the aside name).
   const store = new FileTaskStore(dir, {
     fs: recordingFs(dir, [], async (op, file) => {
       if (op === "rename" && path.basename(file) === "follow-up.json" && during) {
         const run = during
         during = undefined
+        await run()
+      }
+      if ((op === "link" || (op === "rename" && path.basename(file) !== "follow-up.json")) && putBack) {
+        const run = putBack
+        putBack = undefined
         await run()
       }
     }),
@@ -247,6 +254,16 @@ t.test("retention: a save of an expiring Task made during the sweep is kept, by 
   t.match(await store.get("follow-up"), { status: { state: "working" }, metadata: { toolnexus: { principal: "peer" } } }, "the other process's save is kept")
   t.same(fs.readdirSync(dir), ["follow-up.json"], "nothing left aside")
   t.same((await store.list({ status: "working" })).tasks.map((task) => task.id), ["follow-up"], "and listed as it is")
+
+  // The peer saves while the file is aside, and again while the sweep puts that back: the newest save stays.
+  await store.save(finishedLongAgo)
+  during = async () => {
+    await peer.save(working("peer"))
+    putBack = () => peer.save(working("peer-newest"))
+  }
+  t.equal(await store.deleteFinishedBefore(at(10)), 0, "put back, not removed")
+  t.match(await peer.get("follow-up"), { metadata: { toolnexus: { principal: "peer-newest" } } }, "the save made while the sweep put the file back is the one kept")
+  t.same(fs.readdirSync(dir), ["follow-up.json"], "nothing left aside")
 
   // Saved again between the listing and the check: read anew, and no longer expired.
   await store.save(finishedLongAgo)
@@ -556,3 +573,16 @@ function deferredRun(run: () => void): () => void {
     done = true
   }
 }
+
+t.test("after this store's own save, a page reads the saved file once: the index trusts the stamp the save took", async (t) => {
+  const dir = tmpDir(t)
+  const calls: string[] = []
+  const store = new FileTaskStore(dir, { fs: recordingFs(dir, calls) })
+  await store.save(sampleTask("mine", "working"))
+  await store.list({}) // builds the index
+  await store.save(sampleTask("mine", "completed"))
+  calls.length = 0
+  const page = await store.list({})
+  t.equal(page.tasks[0]?.status.state, "completed")
+  t.same(calls.filter((call) => call.startsWith("readFile")), ["readFile mine.json"], "one read: the page's, none to index it again")
+})

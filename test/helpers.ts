@@ -174,6 +174,10 @@ export function recordingFs(dir: string, calls: string[], hook: FsHook = () => {
       await step("rename", from, ` ${rel(to)}`)
       await fsp.rename(from, to)
     },
+    link: async (from, to) => {
+      await step("link", from, ` ${rel(to)}`)
+      await fsp.link(from, to)
+    },
     rm: async (file, options) => {
       await step("rm", file)
       await fsp.rm(file, options)

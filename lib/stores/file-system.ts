@@ -7,6 +7,13 @@ export interface FileSystem {
   rm(path: string, options: { force: true }): Promise<void>
   readFile(path: string, encoding: "utf8"): Promise<string>
   readdir(path: string): Promise<string[]>
+  /**
+   * Optional: makes `to` another name of the file at `from`, failing with
+   * EEXIST when `to` exists (never replacing it). Retention uses it to put
+   * back a file another process saved while the sweep moved it aside,
+   * without overwriting one saved after that; without it, a rename does.
+   */
+  link?(from: string, to: string): Promise<void>
   /** `ino`, `size` and `ctimeMs` let get() and list() reuse a file they read before; a layer without them just reads every time. */
   stat(path: string): Promise<FileStat>
   /**

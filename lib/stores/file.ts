@@ -6,7 +6,7 @@ import { heapShare, textHeapBytes } from "../heap-budget.js"
 import { isProcessAlive } from "../process.js"
 import type { A2ATask } from "../types.js"
 import { errorReporter, type ReportError, type TaskStoreOptions } from "./background-errors.js"
-import { FileIndex, mapLimited, sameKey, stampOf, unchanged, type Listed } from "./file-index.js"
+import { FileIndex, mapLimited, sameKey, stampOf, unchanged, type FileStamp, type Listed } from "./file-index.js"
 import { idFromFileName, pidFromTmpFileName, taskFileName, tmpFileName } from "./file-names.js"
 import { checkQuery, listKeyOf, pageOf, withoutArtifacts, type ListKey, type TaskPage, type TaskQuery } from "./list.js"
 import { OpenOnce } from "./open-once.js"
@@ -90,6 +90,7 @@ const defaultFileSystem: FileSystem = {
   mkdir: (path, options) => fsp.mkdir(path, options),
   open: openFile,
   rename: (from, to) => viaCallback((done) => fs.rename(from, to, done)),
+  link: (from, to) => viaCallback((done) => fs.link(from, to, done)),
   rm: (path, options) => fsp.rm(path, options),
   readdir: (path) => fsp.readdir(path),
   readFile: (path, encoding) => viaCallback<string>((done) => fs.readFile(path, encoding, done)),
@@ -374,7 +375,7 @@ export class FileTaskStore implements TaskStore {
       }
       const moved = await this.fs.stat(aside)
       if (stats.ino !== undefined && (moved.ino !== stats.ino || moved.size !== stats.size || moved.mtimeMs !== stats.mtimeMs)) {
-        await this.fs.rename(aside, file)
+        await this.putBack(aside, file)
         this.index.markDirty(item.name)
         return false
       }
@@ -421,7 +422,8 @@ export class FileTaskStore implements TaskStore {
         await handle.close()
       }
       // Stamped before the rename, so the stamp is of this very file (after it, another process's may be in place).
-      if (this.index.active) stamp = stampOf(await this.fs.stat(tmp))
+      // Without its ctime: the rename changes that, and an unknown ctime is taken from the next stat.
+      if (this.index.active) stamp = withoutCtime(stampOf(await this.fs.stat(tmp)))
       await this.fs.rename(tmp, file)
     } catch (err) {
       await this.fs.rm(tmp, { force: true }).catch(() => {})
@@ -429,6 +431,22 @@ export class FileTaskStore implements TaskStore {
     }
     this.index.saved(path.basename(file), key, stamp)
     await this.directorySyncs.request()
+  }
+
+  /**
+   * Puts back a file another process saved while a sweep had it aside:
+   * linked without replacing, so a save that landed in its place since (newer
+   * still) is kept and the one put back is dropped; by a rename on a file
+   * system layer without link.
+   */
+  private async putBack(aside: string, file: string): Promise<void> {
+    if (this.fs.link === undefined) return this.fs.rename(aside, file)
+    try {
+      await this.fs.link(aside, file)
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") return this.fs.rename(aside, file)
+    }
+    await this.fs.rm(aside, { force: true })
   }
 
   /** Creates a tmp file no one else writes: "wx" refuses a name that exists (a leftover, or another process with our pid). */
@@ -494,4 +512,9 @@ async function removeAbandonedTmpFiles(files: FileSystem, dir: string): Promise<
       // Gone already (its save renamed it), or not ours to remove: either way, leave it.
     }
   }
+}
+
+/** A stamp taken before a rename, which changes the file's ctime: the ctime is left to the next stat. */
+function withoutCtime(stamp: FileStamp | undefined): FileStamp | undefined {
+  return stamp === undefined ? undefined : { ...stamp, ctimeMs: undefined }
 }
