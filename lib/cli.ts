@@ -109,6 +109,11 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     strict: true,
   })
   if (values.help) return "help"
+  /** A flag's value, else its TOOLNEXUS_* variable's; an empty one counts as unset. */
+  const setting = (flag: keyof typeof values) => {
+    const text = (values[flag] as string | undefined) ?? env[`TOOLNEXUS_${flag.replaceAll("-", "_").toUpperCase()}`]
+    return text === "" ? undefined : text
+  }
   const portText = values.port ?? env.TOOLNEXUS_PORT ?? "4000"
   const port = Number(portText)
   if (!/^\d{1,5}$/.test(portText) || port > 65535) throw new Error(`--port should be a number 0-65535, got ${JSON.stringify(portText)}`)
@@ -122,16 +127,12 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
   if (publicUrl !== undefined && publicUrl !== "" && !isPlainHttpUrl(publicUrl)) {
     throw new Error(`--public-url should be the http(s) URL peers reach the agent at, without a user or password, got ${JSON.stringify(withoutPassword(publicUrl))}`)
   }
-  const retentionText = values.retention ?? env.TOOLNEXUS_RETENTION ?? DEFAULT_RETENTION
+  const retentionText = setting("retention") ?? DEFAULT_RETENTION
   if (retentionText !== "off" && parseDuration(retentionText) === undefined) {
     throw new Error(`--retention should be a duration such as 30d, 12h or 90m, or "off" to keep finished Tasks, got ${JSON.stringify(retentionText)}`)
   }
   const logFormat = values["log-format"] ?? env.TOOLNEXUS_LOG_FORMAT ?? (stdoutIsTTY ? "pretty" : "json")
   if (logFormat !== "pretty" && logFormat !== "json") throw new Error(`--log-format should be "pretty" or "json", got ${JSON.stringify(logFormat)}`)
-  const setting = (flag: keyof typeof values) => {
-    const text = (values[flag] as string | undefined) ?? env[`TOOLNEXUS_${flag.replaceAll("-", "_").toUpperCase()}`]
-    return text === "" ? undefined : text
-  }
   const timeouts = definedOnly({
     requestMs: durationFlag("request-timeout", setting("request-timeout")),
     headersMs: durationFlag("headers-timeout", setting("headers-timeout")),

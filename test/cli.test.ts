@@ -41,9 +41,10 @@ t.test("parseCli: --retention / TOOLNEXUS_RETENTION, 30 days unless told, \"off\
   t.same(retention(["--retention", "12h"]), { terminalTtl: "12h" })
   t.same(retention([], { TOOLNEXUS_RETENTION: "7d" }), { terminalTtl: "7d" }, "from the environment")
   t.same(retention(["--retention", "90m"], { TOOLNEXUS_RETENTION: "7d" }), { terminalTtl: "90m" }, "the flag wins over the environment")
+  t.same(retention([], { TOOLNEXUS_RETENTION: "" }), { terminalTtl: "30d" }, "an empty variable counts as unset, like every other")
   t.equal(retention(["--retention", "off"]), undefined, '"off": no retention, finished Tasks are kept')
   t.equal(retention([], { TOOLNEXUS_RETENTION: "off" }), undefined)
-  for (const bad of ["forever", "30", "-1d", "30 days", ""]) {
+  for (const bad of ["forever", "30", "-1d", "30 days"]) {
     t.throws(() => parseCli([`--retention=${bad}`], {}), { message: `--retention should be a duration such as 30d, 12h or 90m, or "off" to keep finished Tasks, got ${JSON.stringify(bad)}` }, JSON.stringify(bad))
   }
   t.match(USAGE, /--retention DURATION .*\n.*TOOLNEXUS_RETENTION, default 30d/, "the usage text names the flag, the variable and the default")

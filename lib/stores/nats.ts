@@ -107,7 +107,8 @@ const CLOCK_KEY = "toolnexus.clock"
  * - With `opts.retention`, a sweep reads the keys in the order of their
  *   last write, headers only, up to the first written since the cutoff:
  *   only a Task last written before it can be expired (a terminal Task is
- *   never written again), so a sweep costs what it deletes, not the bucket.
+ *   never written again), so a sweep reads what it deletes and the unfinished
+ *   Tasks idle since the cutoff (each again on every sweep), not the bucket.
  *   Each such Task is read and, if `isExpired`, purged on the condition
  *   that it is still the revision read. So a Task's age counts from the
  *   later of its status time and its save: one saved with an old status
