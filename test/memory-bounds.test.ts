@@ -129,14 +129,19 @@ t.test("a principal's share in bytes", async (t) => {
   t.same(store.usageOf("bob").tasks, 2)
 })
 
-t.test("past the total, finished Tasks of any owner make room", async (t) => {
-  const store = new InMemoryTaskStore({ maxTasks: 4, maxTasksPerOwner: 2 })
-  await store.save(taskOf("a-1", "completed", 100, "a"))
-  await store.save(taskOf("b-1", "completed", 100, "b"))
+t.test("past the total, the finished Tasks of the owner holding the most make room, not a light owner's", async (t) => {
+  const store = new InMemoryTaskStore({ maxTasks: 5, maxTasksPerOwner: 3 })
+  await store.save(taskOf("light-1", "completed", 100, "light")) // the oldest finished Task of all
+  await store.save(taskOf("heavy-1", "completed", 100, "heavy"))
+  await store.save(taskOf("heavy-2", "completed", 100, "heavy"))
+  await store.save(taskOf("heavy-3", "working", 100, "heavy"))
   await store.save(taskOf("c-1", "working", 100, "c"))
-  await store.save(taskOf("c-2", "working", 100, "c"))
   await store.save(taskOf("d-1", "working", 100, "d"))
-  t.same(await ids(store), ["b-1", "c-1", "c-2", "d-1"], "the oldest finished Task went, whoever owned it")
+  t.same(await ids(store), ["c-1", "d-1", "heavy-2", "heavy-3", "light-1"], "the heaviest owner's oldest finished Task went; the light owner's stayed")
+  await store.save(taskOf("e-1", "working", 100, "e"))
+  t.same(await ids(store), ["c-1", "d-1", "e-1", "heavy-3", "light-1"], "and again, while the heavy owner has finished Tasks")
+  await store.save(taskOf("f-1", "working", 100, "f"))
+  t.same(await ids(store), ["c-1", "d-1", "e-1", "f-1", "heavy-3"], "then the only owner left with a finished Task gives it up")
 })
 
 t.test("the accounting comes back to zero", async (t) => {

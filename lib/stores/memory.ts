@@ -66,7 +66,7 @@ const keyOfEntry = (entry: Entry): ListKey => entry.key
  *
  * Bounded in Tasks and bytes, in total and per owner. Past a bound, finished
  * Tasks are dropped, those finished longest ago first: past an owner's share,
- * that owner's own; past the total, anyone's. A new Task that cannot be made
+ * that owner's own; past the total, the heaviest owner's. A new Task that cannot be made
  * room for (what is left is unfinished) is refused with StoreFullError. A
  * save of a Task already held (a running Task's next state) is never refused,
  * and the Task just saved is never the one dropped: the store may then hold
@@ -237,7 +237,9 @@ export class InMemoryTaskStore implements TaskStore {
 
   /**
    * Past a bound, drops finished Tasks, those finished longest ago first:
-   * the saving owner's own past its share, then anyone's past the total.
+   * the saving owner's own past its share; past the total, those of the
+   * owner holding the most (in what is over: bytes or Tasks), so an owner
+   * holding little keeps its Tasks while a heavier one has finished ones.
    * Never the Task just saved: then the store stays over until more finish.
    */
   private makeRoom(savedId: string, saved: Entry): void {
@@ -247,8 +249,20 @@ export class InMemoryTaskStore implements TaskStore {
       if (!this.dropOldestFinished(own, savedId)) break
     }
     while (this.all.tasks > maxTasks || this.all.bytes > maxBytes) {
-      if (!this.dropOldestFinished(this.all, savedId)) break
+      const heaviest = this.heaviestWithFinished(this.all.bytes > maxBytes ? "bytes" : "tasks", savedId)
+      if (heaviest === undefined || !this.dropOldestFinished(heaviest, savedId)) break
     }
+  }
+
+  /** The owner holding the most (bytes or Tasks) among those with a finished Task that may be dropped. */
+  private heaviestWithFinished(measure: "bytes" | "tasks", savedId: string): Holding | undefined {
+    let heaviest: Holding | undefined
+    for (const holding of this.owners.values()) {
+      const oldest = holding.finished.oldest()
+      if (oldest === undefined || oldest.key === savedId) continue
+      if (heaviest === undefined || holding[measure] > heaviest[measure]) heaviest = holding
+    }
+    return heaviest
   }
 
   private dropOldestFinished(holding: Holding, savedId: string): boolean {
