@@ -1,5 +1,5 @@
 import t, { type Test } from "tap"
-import { currentRunner, withInternals } from "../lib/internals.js"
+import { currentRunner, ownerOf, withInternals } from "../lib/internals.js"
 import { createLocalClient } from "../lib/client/client.js"
 import type { ChatMessage } from "../lib/models/model.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
@@ -90,6 +90,7 @@ t.test("auth.unownedTasksBelongTo: that principal alone owns them, on every path
   t.equal(followUp.result.status.state, "completed", "alice continues it")
   t.match((await store.get("old-1"))?.history?.map((m) => m.parts[0]), [{ text: "before auth: my PIN is 4321" }, { text: "alice answers" }, { text: "ok" }])
   t.equal((await post(rpc("CancelTask", { id: "old-1" }), ALICE)).error?.code, -32002, "alice's cancel reaches it (already completed)")
+  t.equal(ownerOf((await store.get("old-1"))!), "alice", "continued by alice, it is alice's now: naming another owner later shares nothing of it")
 })
 
 t.test("auth.unownedTasksBelongTo must be a principal name", async (t) => {

@@ -184,7 +184,8 @@ export class TaskRunner {
     const message = this.stamp(incoming, task.id, task.contextId)
     const resumed = withInternals(
       { ...task, status: { state: "submitted", timestamp: now() }, history: [...(task.history ?? []), message] },
-      { ...internalsOf(task), runner: this.self },
+      // An unowned Task continued by the principal it was given to (auth.unownedTasksBelongTo) becomes that principal's.
+      { ...internalsOf(task), principal: internalsOf(task).principal ?? opts.principal, runner: this.self },
     )
     const bytes = jsonBytes(resumed)
     if (bytes > this.maxTaskBytes) {
