@@ -1,5 +1,6 @@
 import type { A2ATask } from "../types.js"
 import type { TaskPage, TaskQuery } from "./list.js"
+import type { PushStore } from "./push-store.js"
 
 /**
  * Where Tasks live. `get` and `save` are the whole required contract; the
@@ -37,6 +38,13 @@ export interface TaskStore {
   watch?(onChange: (id: string) => void): Promise<() => Promise<void>>
   /** For stores several servers share: liveness records, so a dead server's Tasks are recovered by the others. */
   leases?: LeaseBook
+  /**
+   * Push notifications: the Tasks' webhook configs and the outbox of
+   * notifications not yet delivered. `delete` (and a retention sweep) of a
+   * Task removes its configs and notifications too. Without it the push
+   * methods answer -32003.
+   */
+  push?: PushStore
 }
 
 /** Who is alive among the servers sharing a store. */
