@@ -24,6 +24,12 @@ interface TaskInternals {
   principal?: string
   /** Which process runs (or last ran) the Task. */
   runner?: RunnerId
+  /**
+   * The highest push-notification sequence number this save commits: a
+   * store that writes a Task's notifications before the Task (file, NATS)
+   * delivers one only once the stored Task's pushSeq reached it.
+   */
+  pushSeq?: number
 }
 
 /** The runners alive in this process: several servers may share one process (and one store). */
@@ -53,6 +59,20 @@ export function internalsOf(task: A2ATask): TaskInternals {
 
 export function withInternals(task: A2ATask, internals: TaskInternals): A2ATask {
   return copyWith(task, { metadata: copyWith(task.metadata ?? {}, { [INTERNALS_KEY]: internals as unknown as JsonObject }) })
+}
+
+/** The push sequence a stored Task committed (see TaskInternals.pushSeq); 0 when it has none. */
+export function pushSeqOf(task: A2ATask): number {
+  const seq = internalsOf(task).pushSeq
+  return typeof seq === "number" && Number.isSafeInteger(seq) && seq > 0 ? seq : 0
+}
+
+/** The Task carrying `seq` as its committed push sequence (the Task itself when it already does). */
+export function withPushSeq(task: A2ATask, seq: number): A2ATask {
+  const internals = internalsOf(task)
+  if (internals.pushSeq === seq || (seq === 0 && internals.pushSeq === undefined)) return task
+  const { pushSeq: _old, ...rest } = internals
+  return withInternals(task, seq === 0 ? rest : { ...rest, pushSeq: seq })
 }
 
 /** The Task as peers see it: without the server's own metadata. */

@@ -10,6 +10,7 @@ import { createLocalClient } from "../lib/client/client.js"
 import { serve } from "../plugins/serve.js"
 import { PG_URL, sampleTask, waitFor } from "./helpers.js"
 import { storeContract } from "./store-contract.js"
+import { pushStoreContract } from "./push-store-contract.js"
 
 /**
  * Runs against a real PostgreSQL (TOOLNEXUS_TEST_PG_URL, default the local
@@ -29,7 +30,7 @@ function tablesFor(t: Test) {
   const stores: PostgresTaskStore[] = []
   t.teardown(async () => {
     await Promise.all(stores.map((store) => store.close()))
-    await admin.query(`DROP TABLE IF EXISTS "${table}", "${leaseTable}"`)
+    await admin.query(`DROP TABLE IF EXISTS "${table}", "${leaseTable}", "${table}_pushcfg", "${table}_outbox", "${table}_dead"`)
   })
   const open = (opts: PostgresTaskStoreOptions = {}, url = PG_URL) => {
     const store = new PostgresTaskStore(url, { table, leaseTable, ...opts })
@@ -63,6 +64,14 @@ storeContract("PostgresTaskStore", {
     t.teardown(() => admin.query(`DROP FUNCTION IF EXISTS ${refuse}() CASCADE`))
     return undo
   },
+})
+
+pushStoreContract("PostgresTaskStore", {
+  make: async (t) => {
+    const { open } = tablesFor(t)
+    return { store: open(), another: () => open() }
+  },
+  refusesTerminal: true,
 })
 
 t.test("a terminal Task is never overwritten: the save is refused with what the store holds", async (t) => {

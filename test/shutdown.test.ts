@@ -78,7 +78,7 @@ t.test("Postgres store (leases renewed, a LISTEN connection): the same", async (
   t.teardown(async () => {
     const admin = new pg.Client({ connectionString: url })
     await admin.connect()
-    await admin.query(`DROP TABLE IF EXISTS ${table}`)
+    await admin.query(`DROP TABLE IF EXISTS ${table}, ${table}_pushcfg, ${table}_outbox, ${table}_dead`)
     await admin.end()
   })
   assertNothingLeft(t, "postgres", await serveThenStop(t, [`${url}?table=${table}`]))

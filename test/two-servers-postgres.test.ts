@@ -10,7 +10,7 @@ twoServers("PostgresTaskStore", async () => {
     cleanup: async () => {
       const admin = new pg.Client({ connectionString: PG_URL })
       await admin.connect()
-      await admin.query(`DROP TABLE IF EXISTS ${table}`)
+      await admin.query(`DROP TABLE IF EXISTS ${table}, ${table}_pushcfg, ${table}_outbox, ${table}_dead`)
       await admin.end()
     },
   }

@@ -64,7 +64,7 @@ t.test("the toolnexus command's start-up line shows a postgres store without its
   t.teardown(async () => {
     // The command created its tables on start: leave the test database as it was.
     const admin = new pg.Pool({ connectionString: PG_URL, max: 1 })
-    await admin.query(`DROP TABLE IF EXISTS "toolnexus_url_credentials_test"`)
+    await admin.query(`DROP TABLE IF EXISTS "toolnexus_url_credentials_test", "toolnexus_url_credentials_test_pushcfg", "toolnexus_url_credentials_test_outbox", "toolnexus_url_credentials_test_dead"`)
     await admin.end()
   })
   const { child, lines } = await startCli(t, ["--port", "0", "--store", storeUrl, "--log-format", "json"])

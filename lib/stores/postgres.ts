@@ -6,9 +6,13 @@ import { loadDriver } from "./driver.js"
 import { checkQuery, decodePageToken, encodeCursor, withoutArtifacts, type TaskPage, type TaskQuery } from "./list.js"
 import { OpenOnce } from "./open-once.js"
 import { retentionSweeper, type RetentionSweeper } from "./retention.js"
-import { assertTask, assertTaskId, parseStoredTask, storedTask } from "./task-checks.js"
+import { assertTask, assertTaskId } from "./task-checks.js"
 import { TaskConflictError, type LeaseBook, type TaskStore } from "./task-store.js"
 import { WriteOrder } from "./write-order.js"
+import { ESCAPED, fromTextKey, jsonbDocument, taskFrom, textKey } from "./postgres-text.js"
+import { PostgresPushStore, pushCleanupCtes, pushSchemaSql, pushTables, saveWithEventSql } from "./postgres-push.js"
+import { eventText } from "./push-records.js"
+import type { PushEvent, PushStore } from "./push-store.js"
 
 export interface PostgresTaskStoreOptions extends TaskStoreOptions {
   /** The Tasks table (default "toolnexus_tasks"). */
@@ -123,7 +127,45 @@ const RETENTION_BATCH = 1000
  *       instance text PRIMARY KEY,
  *       expires_at timestamptz NOT NULL
  *     );
+ *     CREATE TABLE IF NOT EXISTS "toolnexus_tasks_pushcfg" (
+ *       task_id text COLLATE "C" NOT NULL,
+ *       id text COLLATE "C" NOT NULL,
+ *       config jsonb NOT NULL,
+ *       PRIMARY KEY (task_id, id)
+ *     );
+ *     CREATE TABLE IF NOT EXISTS "toolnexus_tasks_outbox" (
+ *       seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+ *       key text NOT NULL,
+ *       task_id text COLLATE "C" NOT NULL,
+ *       config_id text COLLATE "C" NOT NULL,
+ *       event jsonb NOT NULL,
+ *       attempts integer NOT NULL DEFAULT 0,
+ *       not_before bigint NOT NULL,
+ *       enqueued_at bigint NOT NULL,
+ *       last_error text,
+ *       claimed_by text,
+ *       claim_token text,
+ *       claim_until timestamptz
+ *     );
+ *     CREATE INDEX IF NOT EXISTS "toolnexus_tasks_outbox_ch" ON "toolnexus_tasks_outbox" (task_id, config_id, seq);
+ *     CREATE TABLE IF NOT EXISTS "toolnexus_tasks_dead" (
+ *       seq bigint PRIMARY KEY,
+ *       key text NOT NULL,
+ *       task_id text COLLATE "C" NOT NULL,
+ *       config_id text COLLATE "C" NOT NULL,
+ *       event jsonb NOT NULL,
+ *       attempts integer NOT NULL,
+ *       not_before bigint NOT NULL,
+ *       enqueued_at bigint NOT NULL,
+ *       last_error text,
+ *       reason text NOT NULL,
+ *       dead_at bigint NOT NULL
+ *     );
+ *     CREATE INDEX IF NOT EXISTS "toolnexus_tasks_dead_at" ON "toolnexus_tasks_dead" (dead_at DESC, seq DESC);
+ *     CREATE INDEX IF NOT EXISTS "toolnexus_tasks_dead_task" ON "toolnexus_tasks_dead" (task_id);
  *
+ * The last three tables hold push configs, the outbox of notifications not
+ * yet delivered and the dead letters (see PostgresPushStore).
  * `task` is the whole Task and the truth; the other columns are copies for
  * filtering and ordering: `status_ts` is status.timestamp ('' when missing),
  * `principal` is the Task's owner (`ownerOf`, what `TaskQuery.owners` names),
@@ -150,12 +192,16 @@ export class PostgresTaskStore implements TaskStore {
   readonly leaseTable: string
   readonly channel: string
   readonly leases: LeaseBook
+  /** Push configs and the outbox, in tables beside the Tasks' (see PostgresPushStore). */
+  readonly push: PushStore
   private readonly url: string
   private readonly poolSize: number
   private readonly driverModule: string
   private readonly report: ReportError
   private readonly sql: ReturnType<typeof statements>
   private readonly listener: ChangeListener
+  /** LISTEN on `<channel>_push`, NOTIFYed when a save enqueues notifications. */
+  private readonly outboxListener: ChangeListener
   /** The pool, once it exists and the tables do. */
   private readonly connection: OpenOnce<PgPool>
   private readonly writes = new WriteOrder()
@@ -188,6 +234,19 @@ export class PostgresTaskStore implements TaskStore {
     this.sql = statements(this.table, this.leaseTable)
     this.connection = new OpenOnce(() => this.openPool(), closedError)
     this.listener = new ChangeListener(this.channel, () => this.listenClient(), this.report)
+    this.outboxListener = new ChangeListener(`${this.channel}_push`, () => this.listenClient(), this.report)
+    this.push = new PostgresPushStore({
+      table: this.table,
+      pool: () => {
+        this.assertOpen()
+        return this.pool()
+      },
+      saveWithEvent: (task, event) => this.saveWithEvent(task, event),
+      watchOutbox: (onDue) => {
+        this.assertOpen()
+        return this.outboxListener.add(() => onDue())
+      },
+    })
     this.leases = {
       renew: (instance, ttlMs) => this.renewLease(instance, ttlMs),
       isAlive: (instance) => this.isLeaseAlive(instance),
@@ -208,11 +267,17 @@ export class PostgresTaskStore implements TaskStore {
   }
 
   save(task: A2ATask): Promise<void> {
+    return this.saveWithEvent(task, undefined)
+  }
+
+  /** save(), and with an event its notifications, enqueued by the same statement (see PostgresPushStore). */
+  private saveWithEvent(task: A2ATask, event: PushEvent | undefined): Promise<void> {
     try {
       this.assertOpen()
       // Everything is read from the Task before the first await: a caller changing it after save() changes nothing stored.
       const row = rowOf(task)
-      return this.writes.run(task.id, () => this.write(task.id, row))
+      const notified = eventText(event, task, "PostgresTaskStore")
+      return this.writes.run(task.id, () => this.write(task.id, row, notified === undefined ? undefined : jsonbDocument(notified)))
     } catch (err) {
       return Promise.reject(err)
     }
@@ -316,6 +381,7 @@ export class PostgresTaskStore implements TaskStore {
       await this.retention?.stop()
       await this.writes.idle()
       await this.listener.stop()
+      await this.outboxListener.stop()
       const pool = await this.connection.close()
       await pool?.end()
     })()
@@ -333,11 +399,13 @@ export class PostgresTaskStore implements TaskStore {
     return rows.length === 0 ? undefined : taskFrom(rows[0].task, id)
   }
 
-  private async write(id: string, row: ReturnType<typeof rowOf>): Promise<void> {
+  private async write(id: string, row: ReturnType<typeof rowOf>, event: string | undefined): Promise<void> {
     const pool = await this.pool()
+    const params = [row.id, row.document, row.state, row.statusTs, row.contextId, row.owner, this.channel, TERMINAL]
+    const [statement, values] = event === undefined ? [this.sql.save, params] : [this.sql.saveWithEvent, [...params, event, Date.now(), `${this.channel}_push`]]
     // A refused row deleted before it was read back leaves room to insert: try again, a few times at most.
     for (let attempt = 1; ; attempt++) {
-      const written = await pool.query(this.sql.save, [row.id, row.document, row.state, row.statusTs, row.contextId, row.owner, this.channel, TERMINAL])
+      const written = await pool.query(statement, values)
       if (written.rowCount === 1) return
       const stored = await this.read(id)
       if (stored !== undefined && TERMINAL_STATES.has(stored.status.state)) throw new TaskConflictError(id, stored)
@@ -405,7 +473,8 @@ export class PostgresTaskStore implements TaskStore {
 
   /** Creates what is missing. Two servers starting at once may race; the loser's retry finds the winner's committed tables. */
   private async createTables(pool: PgPool): Promise<void> {
-    const { rows } = await pool.query<{ ready: boolean }>(this.sql.tablesExist, [this.sql.table, this.sql.leaseTable])
+    const { configs, outbox, dead } = pushTables(this.table)
+    const { rows } = await pool.query<{ ready: boolean }>(this.sql.tablesExist, [[this.sql.table, this.sql.leaseTable, configs, outbox, dead]])
     if (rows[0].ready) return
     const schema = schemaSql(this.table, this.leaseTable)
     try {
@@ -583,6 +652,7 @@ function schemaSql(table: string, leaseTable: string): string {
     `  instance text PRIMARY KEY,`,
     `  expires_at timestamptz NOT NULL`,
     `);`,
+    ...pushSchemaSql(table),
   ].join("\n")
 }
 
@@ -590,23 +660,25 @@ function schemaSql(table: string, leaseTable: string): string {
 function statements(table: string, leaseTable: string) {
   const tasks = `"${table}"`
   const leases = `"${leaseTable}"`
-  return {
-    table: tasks,
-    leaseTable: leases,
-    tablesExist: `SELECT to_regclass($1) IS NOT NULL AND to_regclass($2) IS NOT NULL AS ready`,
-    get: `SELECT task::text AS task FROM ${tasks} WHERE id = $1`,
-    // One statement: the write, the terminal-state guard and the NOTIFY (sent at commit) stand or fall together.
-    save: `WITH written AS (
-             INSERT INTO ${tasks} AS stored (id, task, state, status_ts, context_id, principal, version)
+  // One statement: the write, the terminal-state guard and the NOTIFY (sent at commit) stand or fall together.
+  const written = `INSERT INTO ${tasks} AS stored (id, task, state, status_ts, context_id, principal, version)
              VALUES ($1, $2::jsonb, $3, $4, $5, $6, 1)
              ON CONFLICT (id) DO UPDATE SET
                task = excluded.task, state = excluded.state, status_ts = excluded.status_ts,
                context_id = excluded.context_id, principal = excluded.principal, version = stored.version + 1
              WHERE stored.state <> ALL ($8::text[])
-             RETURNING id
-           )
-           SELECT pg_notify($7, id) FROM written`,
-    delete: `WITH gone AS (DELETE FROM ${tasks} WHERE id = $1 RETURNING id) SELECT pg_notify($2, id) FROM gone`,
+             RETURNING id`
+  return {
+    table: tasks,
+    leaseTable: leases,
+    tablesExist: `SELECT bool_and(to_regclass(name) IS NOT NULL) AS ready FROM unnest($1::text[]) AS name`,
+    get: `SELECT task::text AS task FROM ${tasks} WHERE id = $1`,
+    save: `WITH written AS (${written}) SELECT pg_notify($7, id) FROM written`,
+    // The same, enqueueing the event for each of the Task's push configs: a refused save enqueues nothing.
+    saveWithEvent: saveWithEventSql(table, written),
+    // A Task's push rows go with it, even when the Task row was gone already.
+    delete: `WITH gone AS (SELECT $1::text AS id), deleted AS (DELETE FROM ${tasks} WHERE id = $1 RETURNING id), ${pushCleanupCtes(table)}
+             SELECT pg_notify($2, id) FROM deleted`,
     // isExpired in SQL: a range of the status_ts index (from '0', past the '' of no timestamp), oldest first.
     deleteExpired: `WITH gone AS (
                       DELETE FROM ${tasks} WHERE id IN (
@@ -616,7 +688,8 @@ function statements(table: string, leaseTable: string) {
                          ORDER BY status_ts
                          LIMIT $3
                          FOR UPDATE SKIP LOCKED)
-                      RETURNING id)
+                      RETURNING id),
+                    ${pushCleanupCtes(table)}
                     SELECT pg_notify($4, id) FROM gone`,
     // The database's clock, so servers whose clocks disagree still agree on who is alive.
     renewLease: `WITH pruned AS (DELETE FROM ${leases} WHERE expires_at < now() - interval '${LEASE_PRUNE_AFTER}' AND instance <> $1)
@@ -638,8 +711,7 @@ function rowOf(task: A2ATask) {
   const owner = ownerOf(task)
   return {
     id,
-    // jsonb refuses \u0000 and lone surrogates, which any client can put in a message: such a Task is kept as a jsonb string of its JSON.
-    document: UNSTORABLE_IN_JSONB.test(json) ? JSON.stringify(json) : json,
+    document: jsonbDocument(json),
     state: textKey(task.status.state),
     statusTs,
     contextId: typeof task.contextId === "string" ? textKey(task.contextId) : null,
@@ -653,34 +725,6 @@ function ownerFilter(owners: ReadonlyArray<string | null>, param: (value: unknow
   const names = owners.filter((owner): owner is string => owner !== null).map(textKey)
   const clauses = [...(names.length > 0 ? [`principal = ANY(${param(names)}::text[])`] : []), ...(owners.includes(null) ? ["principal IS NULL"] : [])]
   return clauses.length === 0 ? "false" : `(${clauses.join(" OR ")})`
-}
-
-/** The escapes JSON.stringify writes for NUL and for lone surrogates (a well-formed pair is written as itself). */
-const UNSTORABLE_IN_JSONB = /\\u(?:0000|d[89a-f])/i
-
-/** The Task in a `task` column's text (jsonb, so always JSON): the document, or the JSON text a jsonb string holds. */
-function taskFrom(text: string, id: string): A2ATask {
-  const value: unknown = JSON.parse(text)
-  const where = `row of task ${JSON.stringify(id.slice(0, 128))}`
-  return typeof value === "string" ? parseStoredTask(value, "PostgresTaskStore", where) : storedTask(value, "PostgresTaskStore", where)
-}
-
-const ESCAPED = "\u0001"
-/** What a Postgres text value cannot hold: NUL and lone surrogates. */
-// eslint-disable-next-line no-control-regex -- NUL is the character this pattern exists to find
-const UNSTORABLE_IN_TEXT = /[\u0000\p{Cs}]/u
-
-/**
- * A string as a text column keeps it: itself when Postgres can hold it, else
- * ESCAPED + its JSON (which is plain ASCII for those characters). Strings
- * starting with ESCAPED are escaped too, so two strings never share a key.
- */
-function textKey(value: string): string {
-  return UNSTORABLE_IN_TEXT.test(value) || value.startsWith(ESCAPED) ? ESCAPED + JSON.stringify(value) : value
-}
-
-function fromTextKey(key: string): string {
-  return key.startsWith(ESCAPED) ? (JSON.parse(key.slice(ESCAPED.length)) as string) : key
 }
 
 function closedError(): Error {

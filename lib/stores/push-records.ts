@@ -1,0 +1,65 @@
+import { randomUUID } from "node:crypto"
+import type { A2ATask } from "../types.js"
+import type { PushConfigRecord, PushDeadLetter, PushEvent, PushOutboxItem } from "./push-store.js"
+import { assertTaskId } from "./task-checks.js"
+
+/**
+ * What the durable stores (file, Postgres, NATS) share about push records:
+ * the checks of what they are given and the making of outbox items, so each
+ * store only says where the records live.
+ */
+
+/** A pending notification left above its Task's committed sequence this long was written by a save that never landed. */
+export const ABANDONED_PUSH_ITEM_MS = 10 * 60_000
+
+export function assertPushConfig(config: PushConfigRecord, store: string): void {
+  if (config === null || typeof config !== "object") throw new TypeError(`${store}.push.putConfig needs a config object`)
+  assertTaskId(config.taskId)
+  if (typeof config.id !== "string" || config.id.length === 0) throw new TypeError(`${store}.push.putConfig: config.id should be a non-empty string`)
+  if (typeof config.url !== "string" || config.url.length === 0) throw new TypeError(`${store}.push.putConfig: config.url should be a non-empty string`)
+  if (config.version !== "0.3" && config.version !== "1.0") throw new TypeError(`${store}.push.putConfig: config.version should be "0.3" or "1.0"`)
+}
+
+export function assertClaimArgs(store: string, instance: string, limit: number, leaseMs: number, now: number): void {
+  if (typeof instance !== "string" || instance.length === 0) throw new TypeError(`${store}.push.claim needs an instance name`)
+  if (!(Number.isInteger(limit) && limit >= 0)) throw new RangeError(`${store}.push.claim: limit should be a whole number >= 0`)
+  if (!(Number.isFinite(leaseMs) && leaseMs > 0)) throw new RangeError(`${store}.push.claim: leaseMs should be a number of milliseconds > 0`)
+  if (!Number.isFinite(now)) throw new RangeError(`${store}.push.claim: now should be a time in ms since the epoch`)
+}
+
+/** One new notification of `event` to config `configId`, due at once. */
+export function newOutboxItem(taskId: string, configId: string, seq: number, event: PushEvent, now: number): PushOutboxItem {
+  return { key: randomUUID(), taskId, configId, seq, event, attempts: 0, notBefore: now, enqueuedAt: now }
+}
+
+/** The item as retryLater leaves it. */
+export function retried(item: PushOutboxItem, notBefore: number, error: string): PushOutboxItem {
+  return { ...item, attempts: item.attempts + 1, notBefore, lastError: error }
+}
+
+/** The item as deadLetter keeps it. */
+export function deadLetterOf(item: PushOutboxItem, reason: string, deadAt: number): PushDeadLetter {
+  return { ...item, reason, deadAt }
+}
+
+/** A stored event, checked enough to be sent: a `kind` and a Task. */
+export function checkedEvent(event: PushEvent, store: string): PushEvent {
+  if (event === null || typeof event !== "object" || (event.kind !== "status" && event.kind !== "artifact")) {
+    throw new TypeError(`${store}.push.saveWithEvent: event.kind should be "status" or "artifact"`)
+  }
+  if (event.task === null || typeof event.task !== "object") throw new TypeError(`${store}.push.saveWithEvent: event.task should be the Task as saved`)
+  return event
+}
+
+/** An event as JSON text, fixed when the save is called (a caller changing its Task later changes nothing stored). */
+export function eventText(event: PushEvent | undefined, task: A2ATask, store: string): string | undefined {
+  if (event === undefined) return undefined
+  checkedEvent(event, store)
+  if (event.task.id !== task.id) throw new TypeError(`${store}.push.saveWithEvent: event.task should be the Task saved (${JSON.stringify(task.id.slice(0, 128))})`)
+  return JSON.stringify(event)
+}
+
+/** A 16-digit, zero-padded number: names that sort as the numbers do. */
+export function padded(n: number): string {
+  return String(n).padStart(16, "0")
+}

@@ -1,0 +1,224 @@
+import t, { type Test } from "tap"
+import type { PushClaim, PushConfigRecord, PushEvent, PushStore } from "../lib/stores/push-store.js"
+import { TaskConflictError, type TaskStore } from "../lib/stores/task-store.js"
+import type { A2ATask, TaskState } from "../lib/types.js"
+import { sampleTask, waitFor } from "./helpers.js"
+
+/**
+ * The PushStore contract (TaskStore.push), one suite for every store that
+ * has it: each store's test file calls pushStoreContract() with a harness.
+ */
+export interface PushHarness {
+  /**
+   * A fresh, empty store, and a way to open another store on the same medium
+   * (directory, tables, buckets): a second process, or the same one after a
+   * restart. Every store made is closed when the test ends.
+   */
+  make(t: Test): Promise<{ store: TaskStore; another: () => TaskStore }>
+  /** True for stores that refuse to replace a terminal Task (TaskConflictError). */
+  refusesTerminal?: boolean
+  /** False for a store whose claims live in one process only (memory): the cases with two stores are left out. */
+  shared?: boolean
+}
+
+const config = (taskId: string, id: string, extra: Partial<PushConfigRecord> = {}): PushConfigRecord => ({
+  taskId,
+  id,
+  version: "1.0",
+  url: `https://hooks.example.com/${id}`,
+  createdAt: "2026-01-01T00:00:00.000Z",
+  ...extra,
+})
+
+const event = (task: A2ATask): PushEvent => ({ kind: "status", task })
+
+function pushOf(store: TaskStore): PushStore {
+  if (store.push === undefined) throw new Error("the store has no push capability")
+  return store.push
+}
+
+/** Saves the Task in `state` with its status event. */
+async function saveState(store: TaskStore, id: string, state: TaskState): Promise<A2ATask> {
+  const task = sampleTask(id, state)
+  await pushOf(store).saveWithEvent(task, event(task))
+  return task
+}
+
+/** What a claim gives, as "task/config#state" in seq order. */
+const described = (claims: PushClaim[]) =>
+  [...claims].sort((a, b) => a.item.seq - b.item.seq).map((c) => `${c.item.taskId}/${c.item.configId}#${c.item.event.task.status.state}`)
+
+const LONG_LEASE = 60_000
+
+export function pushStoreContract(name: string, harness: PushHarness): void {
+  t.test(`${name}: push configs are put, read, listed by id, replaced and deleted`, async (t) => {
+    const { store } = await harness.make(t)
+    const push = pushOf(store)
+    await store.save(sampleTask("t-1"))
+    t.equal(await push.getConfig("t-1", "a"), undefined, "no config yet")
+    t.same(await push.listConfigs("t-1"), [], "no configs yet")
+    await push.putConfig(config("t-1", "b", { token: "tok", authentication: { scheme: "Bearer", credentials: "secret" } }))
+    await push.putConfig(config("t-1", "a"))
+    await push.putConfig(config("t-1", "a/../x y"))
+    t.same(await push.getConfig("t-1", "b"), config("t-1", "b", { token: "tok", authentication: { scheme: "Bearer", credentials: "secret" } }), "reads back what was put")
+    t.same((await push.listConfigs("t-1")).map((c) => c.id), ["a", "a/../x y", "b"], "listed in id order")
+    await push.putConfig(config("t-1", "a", { url: "https://hooks.example.com/other" }))
+    t.equal((await push.getConfig("t-1", "a"))?.url, "https://hooks.example.com/other", "a put with the same id replaces")
+    t.equal((await push.listConfigs("t-1")).length, 3)
+    await push.deleteConfig("t-1", "a")
+    await push.deleteConfig("t-1", "a")
+    await push.deleteConfig("t-1", "never")
+    t.equal(await push.getConfig("t-1", "a"), undefined, "deleted, and deleting again is no error")
+    t.same(await push.listConfigs("t-2"), [], "another Task has none")
+  })
+
+  t.test(`${name}: saveWithEvent enqueues one notification per config, and claims give each channel its lowest first`, async (t) => {
+    const { store } = await harness.make(t)
+    const push = pushOf(store)
+    await push.saveWithEvent(sampleTask("quiet"), event(sampleTask("quiet")))
+    t.same(await push.claim("i-1", 10, LONG_LEASE, Date.now()), [], "a Task without configs enqueues nothing")
+    t.equal((await store.get("quiet"))?.status.state, "submitted", "and is saved")
+
+    await store.save(sampleTask("t-1"))
+    await push.putConfig(config("t-1", "a"))
+    await push.putConfig(config("t-1", "b"))
+    await saveState(store, "t-1", "working")
+    await saveState(store, "t-1", "completed")
+    t.equal((await store.get("t-1"))?.status.state, "completed", "the Task is saved")
+
+    const first = await push.claim("i-1", 10, LONG_LEASE, Date.now())
+    t.same(described(first), ["t-1/a#working", "t-1/b#working"], "only the lowest of each channel")
+    t.ok(first[0].item.key !== first[1].item.key, "each notification has its own key")
+    t.match(first[0], { config: { taskId: "t-1", url: /hooks\.example\.com/ }, item: { attempts: 0, taskId: "t-1" } })
+    t.same(await push.claim("i-1", 10, LONG_LEASE, Date.now()), [], "nothing else while the heads are held")
+
+    const a = first.find((c) => c.item.configId === "a")!
+    const b = first.find((c) => c.item.configId === "b")!
+    await push.ack(a)
+    t.same(described(await push.claim("i-1", 10, LONG_LEASE, Date.now())), ["t-1/a#completed"], "acked: the next of that channel, b still held")
+    await push.ack(b)
+    const rest = await push.claim("i-1", 10, LONG_LEASE, Date.now())
+    t.same(described(rest), ["t-1/b#completed"])
+    t.ok(rest[0].item.seq > b.item.seq, "later events have higher seq")
+    await push.ack(rest[0])
+    t.same(await push.claim("i-1", 10, LONG_LEASE, Date.now()), [], "the outbox is empty")
+  })
+
+  t.test(`${name}: claim respects its limit, and a save without an event keeps what is pending deliverable`, async (t) => {
+    const { store } = await harness.make(t)
+    const push = pushOf(store)
+    for (const id of ["t-1", "t-2", "t-3"]) {
+      await store.save(sampleTask(id))
+      await push.putConfig(config(id, "a"))
+      await saveState(store, id, "working")
+    }
+    // A save that reports nothing (and a Task that carries none of the store's bookkeeping) must not lose what is queued.
+    await store.save(sampleTask("t-1", "working", { metadata: { note: 1 } }))
+    await push.saveWithEvent(sampleTask("t-2", "working", { metadata: { note: 2 } }))
+    const two = await push.claim("i-1", 2, LONG_LEASE, Date.now())
+    t.equal(two.length, 2, "at most the limit")
+    const last = await push.claim("i-1", 2, LONG_LEASE, Date.now())
+    t.equal(last.length, 1, "the rest")
+    t.same([...two, ...last].map((c) => c.item.taskId).sort(), ["t-1", "t-2", "t-3"], "every Task's notification, saves without events in between")
+  })
+
+  t.test(`${name}: retryLater, deadLetter and listDeadLetters`, async (t) => {
+    const { store } = await harness.make(t)
+    const push = pushOf(store)
+    await store.save(sampleTask("t-1"))
+    await push.putConfig(config("t-1", "a"))
+    await saveState(store, "t-1", "working")
+    await saveState(store, "t-1", "completed")
+    const now = Date.now()
+    const [first] = await push.claim("i-1", 10, LONG_LEASE, now)
+    await push.retryLater(first, now + 60_000, "HTTP 503")
+    t.same(await push.claim("i-1", 10, LONG_LEASE, now), [], "not due before notBefore, and the next waits behind it")
+    const [again] = await push.claim("i-2", 10, LONG_LEASE, now + 60_001)
+    t.match(again.item, { key: first.item.key, seq: first.item.seq, attempts: 1, lastError: "HTTP 503" }, "the same notification, one attempt more, any instance")
+
+    t.same(await push.listDeadLetters(10), [], "no dead letters yet")
+    await push.deadLetter(again, "HTTP 404 is final")
+    const dead = await push.listDeadLetters(10)
+    t.match(dead, [{ key: first.item.key, taskId: "t-1", configId: "a", reason: "HTTP 404 is final", attempts: 1 }], "kept for an operator")
+    t.type(dead[0].deadAt, "number")
+    const [next] = await push.claim("i-1", 10, LONG_LEASE, now + 60_001)
+    t.equal(next.item.event.task.status.state, "completed", "the next notification of the channel comes up")
+    await push.deadLetter(next, "too old")
+    t.same((await push.listDeadLetters(10)).map((d) => d.reason), ["too old", "HTTP 404 is final"], "newest first")
+    t.equal((await push.listDeadLetters(1)).length, 1, "at most the limit")
+  })
+
+  t.test(`${name}: deleting a config or the Task removes its configs and notifications`, async (t) => {
+    const { store } = await harness.make(t)
+    const push = pushOf(store)
+    for (const id of ["t-1", "t-2"]) {
+      await store.save(sampleTask(id))
+      await push.putConfig(config(id, "a"))
+      await push.putConfig(config(id, "b"))
+      await saveState(store, id, "working")
+    }
+    await push.deleteConfig("t-1", "b")
+    await store.delete!("t-2")
+    t.same(await push.listConfigs("t-2"), [], "the deleted Task's configs are gone")
+    t.same(described(await push.claim("i-1", 10, LONG_LEASE, Date.now())), ["t-1/a#working"], "only the notifications of what is left")
+  })
+
+  if (harness.refusesTerminal) {
+    t.test(`${name}: a refused save enqueues nothing`, async (t) => {
+      const { store } = await harness.make(t)
+      const push = pushOf(store)
+      await store.save(sampleTask("t-1"))
+      await push.putConfig(config("t-1", "a"))
+      await saveState(store, "t-1", "canceled")
+      await t.rejects(saveState(store, "t-1", "completed"), TaskConflictError, "the terminal Task is not replaced")
+      const claims = await push.claim("i-1", 10, LONG_LEASE, Date.now())
+      t.same(described(claims), ["t-1/a#canceled"])
+      await push.ack(claims[0])
+      t.same(await push.claim("i-1", 10, LONG_LEASE, Date.now()), [], "no notification of the refused save")
+    })
+  }
+
+  if (harness.shared === false) return
+
+  t.test(`${name}: a restarted store still has the configs and the pending notifications`, async (t) => {
+    const { store, another } = await harness.make(t)
+    const push = pushOf(store)
+    await store.save(sampleTask("t-1"))
+    await push.putConfig(config("t-1", "a"))
+    await saveState(store, "t-1", "working")
+    await store.close?.()
+    const restarted = pushOf(another())
+    t.same((await restarted.listConfigs("t-1")).map((c) => c.id), ["a"])
+    t.same(described(await restarted.claim("i-2", 10, LONG_LEASE, Date.now())), ["t-1/a#working"], "pending notifications survive")
+  })
+
+  t.test(`${name}: two stores on one medium never hold one notification at once; an expired lease is taken over`, async (t) => {
+    const { store, another } = await harness.make(t)
+    const push = pushOf(store)
+    const other = pushOf(another())
+    for (let i = 0; i < 6; i++) {
+      const id = `t-${i}`
+      await store.save(sampleTask(id))
+      await push.putConfig(config(id, "a"))
+      await saveState(store, id, "working")
+    }
+    const [mine, theirs] = await Promise.all([push.claim("i-1", 10, LONG_LEASE, Date.now()), other.claim("i-2", 10, LONG_LEASE, Date.now())])
+    t.equal(mine.length + theirs.length, 6, "every notification claimed once")
+    const keys = new Set([...mine, ...theirs].map((c) => c.item.key))
+    t.equal(keys.size, 6, "no notification held by both")
+
+    await store.save(sampleTask("late"))
+    await push.putConfig(config("late", "a"))
+    await saveState(store, "late", "working")
+    const short = await push.claim("dying", 10, 300, Date.now())
+    t.same(described(short), ["late/a#working"])
+    t.same(await other.claim("i-2", 10, LONG_LEASE, Date.now()), [], "held under an unexpired lease")
+    let taken: PushClaim[] = []
+    await waitFor(async () => (taken = await other.claim("i-2", 10, LONG_LEASE, Date.now())).length > 0, 15_000, "the expired lease to be taken over")
+    t.equal(taken[0].item.key, short[0].item.key, "the same notification, by another instance")
+    // The dead instance's late retry must not release the new holder's claim.
+    await push.retryLater(short[0], Date.now(), "late")
+    t.same(await push.claim("i-3", 10, LONG_LEASE, Date.now()), [], "still held by the instance that took it over")
+    await other.ack(taken[0])
+  })
+}
