@@ -8,6 +8,7 @@ import { PostgresTaskStore } from "../lib/stores/postgres.js"
 import { resolveStore } from "../lib/stores/resolve.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import { storeContract } from "./store-contract.js"
+import { pushStoreContract } from "./push-store-contract.js"
 import type { A2ATask } from "../lib/types.js"
 import { recordingFs, sampleTask, tmpDir, waitFor } from "./helpers.js"
 
@@ -38,6 +39,13 @@ storeContract("FileTaskStore", {
   corrupt: async (_t, store, id) => fs.writeFileSync((store as FileTaskStore).fileFor(id), '{"id":"broken","status":'),
   retention: true,
   failSweeps: failOwnSweeps,
+})
+
+pushStoreContract("FileTaskStore", {
+  make: async (t) => {
+    const dir = tmpDir(t)
+    return { store: closedAtEnd(t, new FileTaskStore(dir)), another: () => closedAtEnd(t, new FileTaskStore(dir)) }
+  },
 })
 
 t.test("FileTaskStore keeps one <id>.json per plain id and nothing else", async (t) => {

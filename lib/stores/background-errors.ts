@@ -8,9 +8,10 @@ export interface StoreErrorContext {
    * `"list"`: a stored Task that cannot be read was left out of a listing;
    * `"watch"`: the change feed dropped or failed to come back, or a watcher threw;
    * `"connection"`: an idle connection failed or closed (the next call reconnects);
-   * `"retention"`: a background sweep of expired finished Tasks failed (the next one tries again).
+   * `"retention"`: a background sweep of expired finished Tasks failed (the next one tries again);
+   * `"push"`: a claim of push notifications skipped a Task whose push files it could not read (the next claim tries again).
    */
-  operation: "list" | "watch" | "connection" | "retention"
+  operation: "list" | "watch" | "connection" | "retention" | "push"
   /** The Task concerned, when there is one and its id is known. */
   taskId?: string
 }

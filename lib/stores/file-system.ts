@@ -4,7 +4,8 @@ export interface FileSystem {
   mkdir(path: string, options: { recursive: true }): Promise<unknown>
   open(path: string, flags: "wx" | "r"): Promise<FileSystemHandle>
   rename(from: string, to: string): Promise<void>
-  rm(path: string, options: { force: true }): Promise<void>
+  /** `recursive` only for the push directory of a deleted Task (`<dir>/.push/<taskfile>`). */
+  rm(path: string, options: { force: true; recursive?: true }): Promise<void>
   readFile(path: string, encoding: "utf8"): Promise<string>
   readdir(path: string): Promise<string[]>
   /**

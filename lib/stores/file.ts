@@ -16,6 +16,10 @@ import type { TaskStore } from "./task-store.js"
 import { WriteOrder } from "./write-order.js"
 import type { FileStat, FileSystem, FileSystemHandle } from "./file-system.js"
 import { NextRun } from "./next-run.js"
+import { FilePushStore } from "./file-push.js"
+import { eventText } from "./push-records.js"
+import type { PushEvent, PushStore } from "./push-store.js"
+import { withPushSeq } from "../internals.js"
 
 export type { FileStat, FileSystem, FileSystemHandle } from "./file-system.js"
 
@@ -138,6 +142,7 @@ export class FileTaskStore implements TaskStore {
   /** What list() filters and orders by, for every Task file: built by the first listing. */
   private readonly index: FileIndex
   private readonly retention: RetentionSweeper | undefined
+  private readonly pushFiles: FilePushStore
 
   constructor(dir: string, options: FileTaskStoreOptions = {}) {
     if (typeof dir !== "string" || dir.length === 0) {
@@ -160,9 +165,19 @@ export class FileTaskStore implements TaskStore {
     this.report = errorReporter("FileTaskStore", options.onError)
     this.index = new FileIndex(this.fs, this.dir, this.report)
     this.retention = retentionSweeper("FileTaskStore", options.retention, (cutoff) => this.deleteFinishedBefore(cutoff), this.report)
+    this.pushFiles = new FilePushStore({
+      dir: this.dir,
+      fs: this.fs,
+      report: this.report,
+      open: () => this.open(),
+      stored: (id) => this.get(id),
+      inOrder: (id, write) => this.writes.run(id, write),
+      saveWithEvent: (task, event) => this.saveWithEvent(task, event),
+    })
     // Never closed: close() only waits, and the store stays usable after it.
     this.directory = new OpenOnce(async () => {
       await openDirectory(this.fs, this.dir)
+      await this.pushFiles.load()
       this.retention?.start()
     })
     // Begun now, so a neighbour's abandoned tmp files go early; a failure is forgotten and the next call tries again.
@@ -176,6 +191,11 @@ export class FileTaskStore implements TaskStore {
    */
   open(): Promise<void> {
     return this.directory.get()
+  }
+
+  /** Push configs and notifications, in `<dir>/.push` (see FilePushStore). */
+  get push(): PushStore {
+    return this.pushFiles
   }
 
   /** The file a Task id is stored in. */
@@ -254,18 +274,39 @@ export class FileTaskStore implements TaskStore {
   }
 
   save(task: A2ATask): Promise<void> {
+    return this.saveWithEvent(task, undefined)
+  }
+
+  /**
+   * save(), and for a Task with push configs the event's notifications,
+   * written before the Task, which carries their seq (see FilePushStore).
+   */
+  private saveWithEvent(task: A2ATask, event: PushEvent | undefined): Promise<void> {
     let file: string
     let text: string
+    let notified: string | undefined
     try {
       assertTask(task, "FileTaskStore")
       file = this.fileFor(task.id)
       // Serialize now, so a caller mutating the Task after save() cannot change what lands on disk.
       text = JSON.stringify(task)
+      notified = eventText(event, task, "FileTaskStore")
     } catch (err) {
       return Promise.reject(err)
     }
     const key = listKeyOf(task)
-    return this.writes.run(task.id, () => this.open().then(() => this.writeDurably(file, text, key)))
+    const { id } = task
+    return this.writes.run(id, async () => {
+      await this.open()
+      const plan = await this.pushFiles.prepare(id, notified, Date.now())
+      if (plan === undefined) return this.writeDurably(file, text, key)
+      try {
+        await this.writeDurably(file, JSON.stringify(withPushSeq(JSON.parse(text) as A2ATask, plan.seq)), key)
+      } catch (err) {
+        await plan.undo()
+        throw err
+      }
+    })
   }
 
   /**
@@ -381,6 +422,7 @@ export class FileTaskStore implements TaskStore {
       }
       await this.fs.rm(aside, { force: true })
       this.index.removed(item.name)
+      await this.pushFiles.removeTask(item.key.id)
       return true
     })
   }
@@ -395,6 +437,8 @@ export class FileTaskStore implements TaskStore {
     }
     return this.writes.run(id, async () => {
       await this.open()
+      // Push files first: a crash between leaves a Task without configs, never configs a new Task of that id would find.
+      await this.pushFiles.removeTask(id)
       await this.fs.rm(file, { force: true })
       this.index.removed(path.basename(file))
     })
@@ -408,6 +452,7 @@ export class FileTaskStore implements TaskStore {
    */
   async close(): Promise<void> {
     this.index.stop()
+    this.pushFiles.stop()
     await Promise.all([this.directory.current?.catch(() => {}), this.writes.idle(), this.retention?.stop()])
   }
 
