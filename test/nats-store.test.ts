@@ -8,6 +8,7 @@ import { idFromNatsKey, natsKey, NatsTaskStore } from "../lib/stores/nats.js"
 import { TaskConflictError } from "../lib/stores/task-store.js"
 import { closedPort, NATS_URL, sampleTask, waitFor } from "./helpers.js"
 import { storeContract } from "./store-contract.js"
+import { pushStoreContract } from "./push-store-contract.js"
 
 // Runs against a NATS server with JetStream: `nats-server -js` on the default port, or NATS_URL.
 
@@ -37,7 +38,7 @@ async function storesOnNewBuckets(t: Test, count: number, url = NATS_URL, option
     await Promise.all(stores.map((store) => store.close()))
     const nc = await connect({ servers: NATS_URL })
     const jsm = await nc.jetstreamManager()
-    for (const bucket of [opts.bucket, opts.leaseBucket]) await jsm.streams.delete(`KV_${bucket}`).catch(() => {})
+    for (const bucket of [opts.bucket, opts.leaseBucket, `${opts.bucket}_push`]) await jsm.streams.delete(`KV_${bucket}`).catch(() => {})
     await nc.drain()
   })
   return stores
@@ -68,6 +69,15 @@ storeContract("NatsTaskStore", {
     await allowRollups(false)
     return () => allowRollups(true)
   },
+})
+
+pushStoreContract("NatsTaskStore", {
+  make: async (t) => {
+    const [store, other, restarted] = await storesOnNewBuckets(t, 3)
+    let next = 0
+    return { store, another: () => [other, restarted][next++] }
+  },
+  refusesTerminal: true,
 })
 
 t.test("NatsTaskStore keys: plain ids as they are, others reversibly encoded, very long ones hashed", async (t) => {

@@ -10,9 +10,13 @@ import { isExpired, retentionSweeper, type RetentionSweeper } from "./retention.
 import { assertTask, assertTaskId, parseStoredTask } from "./task-checks.js"
 import { TaskConflictError, type LeaseBook, type TaskStore } from "./task-store.js"
 import { WriteOrder } from "./write-order.js"
+import { pushSeqOf, withPushSeq } from "../internals.js"
+import { NatsPushStore } from "./nats-push.js"
+import { eventText } from "./push-records.js"
+import type { PushEvent, PushStore } from "./push-store.js"
 
 export interface NatsTaskStoreOptions extends TaskStoreOptions {
-  /** The JetStream KV bucket holding the Tasks (default "toolnexus_tasks"); created on first use. */
+  /** The JetStream KV bucket holding the Tasks (default "toolnexus_tasks"); created on first use. Push configs and notifications go in `<bucket>_push`. */
   bucket?: string
   /** The KV bucket holding the servers' leases (default "toolnexus_leases"); created on first lease call. */
   leaseBucket?: string
@@ -47,12 +51,14 @@ interface NatsKv {
   /** Replaces the key's values with a PURGE marker; with `previousSeq`, only if the key is still at that revision. */
   purge(key: string, opts?: { previousSeq: number }): Promise<void>
   watch(opts?: { include?: string; headers_only?: boolean; initializedFn?: () => void }): Promise<NatsKvWatch>
+  /** The keys (not deleted) matching a filter. */
+  keys(filter?: string): Promise<AsyncIterable<string>>
 }
 
 interface NatsConnection {
   jetstream(): { views: { kv(name: string, opts: { history: number; ttl?: number }): Promise<NatsKv> } }
   /** Only to remove delete markers: `purge` of one subject's messages before a sequence. */
-  jetstreamManager(): Promise<{ streams: { purge(stream: string, opts: { filter: string; seq: number }): Promise<{ purged: number }> } }>
+  jetstreamManager(): Promise<{ streams: { purge(stream: string, opts: { filter: string; seq?: number }): Promise<{ purged: number }> } }>
   /** Settles when the connection closes for good, with the error that closed it, if any. */
   closed(): Promise<void | Error>
   close(): Promise<void>
@@ -131,6 +137,11 @@ export class NatsTaskStore implements TaskStore {
   private readonly connection: OpenOnce<Connection>
   /** The lease bucket on the current connection. */
   private leaseKv: OpenOnce<NatsKv>
+  /** The push bucket on the current connection. */
+  private pushKv: OpenOnce<NatsKv>
+  /** Push configs and the outbox, in `<bucket>_push` (see NatsPushStore). */
+  readonly push: PushStore
+  private readonly pushBook: NatsPushStore
   private readonly writes = new WriteOrder()
   private readonly retention: RetentionSweeper | undefined
   private closing: Promise<void> | undefined
@@ -160,6 +171,20 @@ export class NatsTaskStore implements TaskStore {
     this.retention = retentionSweeper("NatsTaskStore", opts.retention, (cutoff) => this.deleteFinishedBefore(cutoff), this.report)
     this.connection = new OpenOnce(() => this.connect(), closedError)
     this.leaseKv = this.newLeaseKv()
+    this.pushKv = this.newPushKv()
+    this.push = this.pushBook = new NatsPushStore({
+      bucket: `${this.bucket}_push`,
+      report: this.report,
+      kv: () => {
+        this.assertOpen()
+        return this.pushKv.get()
+      },
+      purgeSubjects: (filters) => this.purgeSubjects(`${this.bucket}_push`, filters),
+      readTask: (id) => this.get(id),
+      saveWithEvent: (task, event) => this.saveWithEvent(task, event),
+      inOrder: (id, write) => this.writes.run(id, write),
+      keyOf: natsKey,
+    })
   }
 
   async get(id: string): Promise<A2ATask | undefined> {
@@ -170,13 +195,20 @@ export class NatsTaskStore implements TaskStore {
     return entry?.operation === "PUT" ? this.taskIn(entry, id) : undefined
   }
 
-  async save(task: A2ATask): Promise<void> {
+  save(task: A2ATask): Promise<void> {
+    return this.saveWithEvent(task, undefined)
+  }
+
+  /** save(), and with an event its notifications, written before the Task, which carries their seq (see NatsPushStore). */
+  private async saveWithEvent(task: A2ATask, event: PushEvent | undefined): Promise<void> {
     this.assertOpen()
     assertTask(task, "NatsTaskStore")
     const key = natsKey(task.id)
     // Serialized now, so a caller mutating the Task after save() cannot change what is stored.
-    const value = new TextEncoder().encode(JSON.stringify(task))
-    return this.writes.run(task.id, () => this.write(task.id, key, value))
+    const text = JSON.stringify(task)
+    const notified = eventText(event, task, "NatsTaskStore")
+    const givenSeq = pushSeqOf(task)
+    return this.writes.run(task.id, () => this.write(task.id, key, text, givenSeq, notified))
   }
 
   /**
@@ -223,6 +255,8 @@ export class NatsTaskStore implements TaskStore {
     const key = natsKey(id)
     return this.writes.run(id, async () => {
       const { tasks } = await this.connection.get()
+      // Push data first: a crash between leaves a Task without configs, never configs a new Task of that id would find.
+      await withContext(`delete the push data of task ${quote(id)}`, () => this.pushBook.removeTask(id))
       // A purge, not a delete: a bucket made with more history than ours would keep the Task's values under a delete marker.
       await withContext(`delete task ${quote(id)}`, () => tasks.purge(key))
     })
@@ -282,6 +316,7 @@ export class NatsTaskStore implements TaskStore {
       await this.retention?.stop()
       await this.writes.idle()
       await this.leaseKv.close()
+      await this.pushKv.close()
       const connection = await this.connection.close()
       if (connection && !connection.nc.isClosed()) await connection.nc.drain()
     })()
@@ -318,6 +353,7 @@ export class NatsTaskStore implements TaskStore {
     if (this.closing || attempt === undefined || this.connection.current !== attempt) return
     this.connection.forget(attempt)
     this.leaseKv = this.newLeaseKv()
+    this.pushKv = this.newPushKv()
     this.report(err ?? new Error(`NatsTaskStore's connection to ${this.server} closed; the next call connects again`), "connection")
   }
 
@@ -329,13 +365,44 @@ export class NatsTaskStore implements TaskStore {
     }, closedError)
   }
 
-  /** Compare-and-set on the key's revision, until it lands or the stored Task is terminal. */
-  private async write(id: string, key: string, value: Uint8Array): Promise<void> {
+  /** The push bucket, opened on first use over whatever connection is current. */
+  private newPushKv(): OpenOnce<NatsKv> {
+    return new OpenOnce(async () => {
+      const { nc } = await this.connection.get()
+      return withContext(`open the KV bucket "${this.bucket}_push"`, () => nc.jetstream().views.kv(`${this.bucket}_push`, { history: 1 }))
+    }, closedError)
+  }
+
+  /** Removes every message of these subjects (relative to the bucket's keys) from the bucket's stream: no marker is left. */
+  private async purgeSubjects(bucket: string, filters: string[]): Promise<void> {
+    const { nc } = await this.connection.get()
+    const { streams } = await nc.jetstreamManager()
+    for (const filter of filters) await streams.purge(`KV_${bucket}`, { filter: `$KV.${bucket}.${filter}` })
+  }
+
+  /**
+   * Compare-and-set on the key's revision, until it lands or the stored
+   * Task is terminal. The Task carries the stored pushSeq forward, or, with
+   * an event and configs, the next one, its notifications written first.
+   * Notifications of an attempt that did not land are left above the stored
+   * pushSeq, never sent: the next attempt (or save) writes its own over them.
+   */
+  private async write(id: string, key: string, text: string, givenSeq: number, event: string | undefined): Promise<void> {
     const { tasks } = await this.connection.get()
+    // The configs are read beside the Task, so a Task without them costs no extra round trip.
+    const configsRead = event === undefined ? undefined : withContext(`read the push configs of task ${quote(id)}`, () => this.pushBook.configsOf(id))
+    configsRead?.catch(() => {}) // awaited below; a failure rejects the save there
     for (let attempt = 1; ; attempt++) {
       const entry = await withContext(`read task ${quote(id)}`, () => tasks.get(key))
+      const configs = await configsRead
       const stored = entry?.operation === "PUT" ? this.taskIn(entry, id) : undefined
       if (stored && TERMINAL_STATES.has(stored.status.state)) throw new TaskConflictError(id, stored)
+      let seq = stored === undefined ? 0 : pushSeqOf(stored)
+      if (event !== undefined && configs !== undefined && configs.length > 0) {
+        seq += 1
+        await withContext(`enqueue the push notifications of task ${quote(id)}`, () => this.pushBook.enqueue(id, configs, seq, event, Date.now()))
+      }
+      const value = new TextEncoder().encode(seq === givenSeq ? text : JSON.stringify(withPushSeq(JSON.parse(text) as A2ATask, seq)))
       try {
         // Revision 0 means "no entry yet"; a delete marker has a revision like any entry.
         await tasks.put(key, value, { previousSeq: entry?.revision ?? 0 })
@@ -407,6 +474,7 @@ export class NatsTaskStore implements TaskStore {
     if (!isExpired(task.status, cutoff)) return false
     try {
       await tasks.purge(key, { previousSeq: entry.revision })
+      await this.pushBook.removeTask(task.id)
       return true
     } catch (err) {
       // Saved again since it was read: no longer the Task that expired.

@@ -1,0 +1,348 @@
+import { randomUUID } from "node:crypto"
+import { pushSeqOf } from "../internals.js"
+import type { A2ATask } from "../types.js"
+import type { ReportError } from "./background-errors.js"
+import { ABANDONED_PUSH_ITEM_MS, assertClaimArgs, assertPushConfig, deadLetterOf, newOutboxItem, padded, retried } from "./push-records.js"
+import type { PushClaim, PushConfigRecord, PushDeadLetter, PushEvent, PushOutboxItem, PushStore } from "./push-store.js"
+import { assertTaskId } from "./task-checks.js"
+
+/**
+ * NatsTaskStore's push capability, in a KV bucket of its own
+ * (`<bucket>_push`, history 1), keys made of the Task's key T and the
+ * config id's key C (the same encoding as Task ids):
+ *
+ * - `c.T`: the Task's configs, one JSON list, changed by compare-and-set;
+ *   it stays (maybe empty) while the Task has any push data, so deleting a
+ *   Task without it costs one read;
+ * - `o.T.C.<seq>`: a notification to config C;
+ * - `l.T.C`: the lease on that config's channel;
+ * - `d.T.<deadAt>.<key>`: a dead letter.
+ *
+ * The Task's save is the commit marker: the notifications are written
+ * first, then the Task is saved (compare-and-set, as every save) carrying
+ * `pushSeq` = their seq. A notification above the stored Task's pushSeq is
+ * not deliverable: a save under way, or one that never landed (the next
+ * save with an event writes its own over it; a claim removes it once it is
+ * older than any save takes). Leases are taken by compare-and-set on the
+ * lock key, and judged by the server's clock (its time of the lock's write).
+ * Delivered notifications are purged from the stream, leaving no marker.
+ */
+
+/** What the push bucket needs of its NatsTaskStore. */
+export interface NatsPushHost {
+  readonly bucket: string
+  readonly report: ReportError
+  kv(): Promise<NatsPushKv>
+  /** Removes every message of these subjects of the push bucket's stream (no marker left). */
+  purgeSubjects(filters: string[]): Promise<void>
+  /** The stored Task, or undefined. */
+  readTask(id: string): Promise<A2ATask | undefined>
+  saveWithEvent(task: A2ATask, event: PushEvent | undefined): Promise<void>
+  /** Runs `write` in the Task's write order. */
+  inOrder<T>(id: string, write: () => Promise<T>): Promise<T>
+  /** The key of a Task or config id (natsKey). */
+  keyOf(id: string): string
+}
+
+export interface NatsPushEntry {
+  key: string
+  operation: "PUT" | "DEL" | "PURGE"
+  revision: number
+  created: Date
+  string(): string
+}
+
+export interface NatsPushKv {
+  get(key: string, opts?: { revision: number }): Promise<NatsPushEntry | null>
+  put(key: string, value: Uint8Array, opts?: { previousSeq: number }): Promise<number>
+  purge(key: string, opts?: { previousSeq: number }): Promise<void>
+  keys(filter?: string): Promise<AsyncIterable<string>>
+}
+
+interface Lock {
+  instance: string
+  token: string
+  leaseMs: number
+}
+
+/** Tries of one compare-and-set against other writers. */
+const MAX_CAS_ATTEMPTS = 10
+const WRONG_LAST_SEQUENCE = 10071
+const CLOCK_KEY = "clock"
+const CLOCK_RECHECK_MS = 60_000
+const STORE = "NatsTaskStore"
+
+const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value))
+
+export class NatsPushStore implements PushStore {
+  /** Server clock minus ours, in ms, as last measured. */
+  private clockOffsetMs: number | undefined
+  private clockMeasuredAt = 0
+
+  constructor(private readonly host: NatsPushHost) {}
+
+  private configKey(taskId: string): string {
+    return `c.${this.host.keyOf(taskId)}`
+  }
+
+  async putConfig(config: PushConfigRecord): Promise<void> {
+    assertPushConfig(config, STORE)
+    const copy = JSON.parse(JSON.stringify(config)) as PushConfigRecord
+    await this.host.inOrder(config.taskId, async () => {
+      if ((await this.host.readTask(config.taskId)) === undefined) {
+        throw new Error(`${STORE}.push.putConfig: no Task ${JSON.stringify(config.taskId.slice(0, 128))} to add a push config to`)
+      }
+      await this.changeConfigs(config.taskId, (configs) => [...configs.filter((c) => c.id !== copy.id), copy])
+    })
+  }
+
+  async getConfig(taskId: string, id: string): Promise<PushConfigRecord | undefined> {
+    return (await this.listConfigs(taskId)).find((config) => config.id === id)
+  }
+
+  async listConfigs(taskId: string): Promise<PushConfigRecord[]> {
+    assertTaskId(taskId)
+    return (await this.configsOf(taskId)) ?? []
+  }
+
+  /** The Task's configs, ordered by id; undefined when it never had any. */
+  async configsOf(taskId: string): Promise<PushConfigRecord[] | undefined> {
+    const kv = await this.host.kv()
+    const entry = await kv.get(this.configKey(taskId))
+    return entry?.operation === "PUT" ? configsIn(entry) : undefined
+  }
+
+  async deleteConfig(taskId: string, id: string): Promise<void> {
+    assertTaskId(taskId)
+    await this.host.inOrder(taskId, async () => {
+      const found = await this.configsOf(taskId)
+      if (found === undefined || !found.some((config) => config.id === id)) return
+      await this.changeConfigs(taskId, (configs) => configs.filter((config) => config.id !== id))
+      const channel = `${this.host.keyOf(taskId)}.${this.host.keyOf(String(id))}`
+      await this.host.purgeSubjects([`o.${channel}.*`, `l.${channel}`])
+    })
+  }
+
+  /** Compare-and-set of the Task's config list. */
+  private async changeConfigs(taskId: string, change: (configs: PushConfigRecord[]) => PushConfigRecord[]): Promise<void> {
+    const kv = await this.host.kv()
+    const key = this.configKey(taskId)
+    for (let attempt = 1; ; attempt++) {
+      const entry = await kv.get(key)
+      const configs = entry?.operation === "PUT" ? configsIn(entry) : []
+      const next = change(configs).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+      try {
+        await kv.put(key, encode(next), { previousSeq: entry?.revision ?? 0 })
+        return
+      } catch (err) {
+        if (!isWrongLastSequence(err) || attempt >= MAX_CAS_ATTEMPTS) throw err
+      }
+    }
+  }
+
+  saveWithEvent(task: A2ATask, event?: PushEvent): Promise<void> {
+    return this.host.saveWithEvent(task, event)
+  }
+
+  /** Writes the event's notification for each config at `seq`, before the Task's save. */
+  async enqueue(taskId: string, configs: PushConfigRecord[], seq: number, event: string, now: number): Promise<void> {
+    const kv = await this.host.kv()
+    const task = this.host.keyOf(taskId)
+    const keys = configs.map((config) => `o.${task}.${this.host.keyOf(config.id)}.${padded(seq)}`)
+    // A notification already at that key is from a save that never landed: this one replaces it.
+    await Promise.all(configs.map((config, i) => kv.put(keys[i], encode(newOutboxItem(taskId, config.id, seq, JSON.parse(event) as PushEvent, now)))))
+  }
+
+  /** Removes a deleted Task's push data; one read when it has none. */
+  async removeTask(taskId: string): Promise<void> {
+    const kv = await this.host.kv()
+    if ((await kv.get(this.configKey(taskId))) === null) return
+    const task = this.host.keyOf(taskId)
+    await this.host.purgeSubjects([`*.${task}`, `*.${task}.>`])
+  }
+
+  async claim(instance: string, limit: number, leaseMs: number, now: number): Promise<PushClaim[]> {
+    assertClaimArgs(STORE, instance, limit, leaseMs, now)
+    if (limit === 0) return []
+    const kv = await this.host.kv()
+    const serverNow = now + (await this.clockOffset(kv))
+    // The head (lowest seq) of each channel: keys come in any order.
+    const heads = new Map<string, { key: string; seq: number; task: string }>()
+    for await (const key of await kv.keys("o.>")) {
+      const parts = key.split(".")
+      if (parts.length !== 4) continue
+      const seq = Number(parts[3])
+      const channel = `${parts[1]}.${parts[2]}`
+      const head = heads.get(channel)
+      if (head === undefined || seq < head.seq) heads.set(channel, { key, seq, task: parts[1] })
+    }
+    const committed = new Map<string, number>()
+    const claims: PushClaim[] = []
+    for (const [channel, head] of [...heads].sort((a, b) => a[1].seq - b[1].seq)) {
+      if (claims.length >= limit) break
+      try {
+        const claim = await this.claimHead(kv, channel, head, committed, instance, leaseMs, now, serverNow)
+        if (claim !== undefined) claims.push(claim)
+      } catch (err) {
+        this.host.report(err, "push")
+      }
+    }
+    return claims
+  }
+
+  private async claimHead(
+    kv: NatsPushKv,
+    channel: string,
+    head: { key: string; seq: number; task: string },
+    committed: Map<string, number>,
+    instance: string,
+    leaseMs: number,
+    now: number,
+    serverNow: number,
+  ): Promise<PushClaim | undefined> {
+    const entry = await kv.get(head.key)
+    if (entry?.operation !== "PUT") return undefined
+    const item = JSON.parse(entry.string()) as PushOutboxItem
+    let seq = committed.get(head.task)
+    if (seq === undefined) {
+      seq = pushSeqOf((await this.host.readTask(item.taskId)) ?? EMPTY)
+      committed.set(head.task, seq)
+    }
+    if (item.seq > seq) {
+      // Its save has not landed: under way, or never to land once it is older than any save takes.
+      if (serverNow - entry.created.getTime() > ABANDONED_PUSH_ITEM_MS) await kv.purge(head.key, { previousSeq: entry.revision }).catch(() => {})
+      return undefined
+    }
+    if (item.notBefore > now) return undefined
+    const lockKey = `l.${channel}`
+    const held = await kv.get(lockKey)
+    if (held?.operation === "PUT") {
+      const lock = parseLock(held)
+      if (lock !== undefined && held.created.getTime() + lock.leaseMs > serverNow) return undefined
+    }
+    const token = randomUUID()
+    try {
+      await kv.put(lockKey, encode({ instance, token, leaseMs } satisfies Lock), { previousSeq: held?.revision ?? 0 })
+    } catch (err) {
+      if (isWrongLastSequence(err)) return undefined // another instance took it first
+      throw err
+    }
+    const claim: PushClaim = { item, config: undefined as unknown as PushConfigRecord, token: `${head.key}|${lockKey}|${token}` }
+    // Read again under the lease: the holder before may have settled it meanwhile.
+    const current = await kv.get(head.key)
+    const config = (await this.configsOf(item.taskId))?.find((c) => c.id === item.configId)
+    if (current?.operation !== "PUT" || config === undefined) {
+      await this.release(claim)
+      return undefined
+    }
+    const fresh = JSON.parse(current.string()) as PushOutboxItem
+    if (fresh.notBefore > now) {
+      await this.release(claim)
+      return undefined
+    }
+    return { ...claim, item: fresh, config }
+  }
+
+  async ack(claim: PushClaim): Promise<void> {
+    const { itemKey } = placeOf(claim)
+    // Delivered is delivered, whoever holds the lease now; removed from the stream, so no marker is left per notification.
+    await this.host.purgeSubjects([itemKey])
+    await this.release(claim)
+  }
+
+  async retryLater(claim: PushClaim, notBefore: number, error: string): Promise<void> {
+    const { itemKey } = placeOf(claim)
+    if ((await this.heldLock(claim)) === undefined) return
+    const kv = await this.host.kv()
+    await kv.put(itemKey, encode(retried(claim.item, notBefore, String(error))))
+    await this.release(claim)
+  }
+
+  async deadLetter(claim: PushClaim, reason: string): Promise<void> {
+    const { itemKey } = placeOf(claim)
+    if ((await this.heldLock(claim)) === undefined) return
+    const kv = await this.host.kv()
+    const dead = deadLetterOf(claim.item, String(reason), Date.now())
+    await kv.put(`d.${this.host.keyOf(dead.taskId)}.${padded(dead.deadAt)}.${this.host.keyOf(dead.key)}`, encode(dead))
+    await this.host.purgeSubjects([itemKey])
+    await this.release(claim)
+  }
+
+  async listDeadLetters(limit: number): Promise<PushDeadLetter[]> {
+    if (!(Number.isInteger(limit) && limit >= 0)) throw new RangeError(`${STORE}.push.listDeadLetters: limit should be a whole number >= 0`)
+    const kv = await this.host.kv()
+    const keys: string[] = []
+    for await (const key of await kv.keys("d.>")) keys.push(key)
+    // Newest first: by deadAt, then by key.
+    const order = (key: string) => key.split(".").slice(2).join(".")
+    keys.sort((a, b) => (order(a) < order(b) ? 1 : order(a) > order(b) ? -1 : 0))
+    const letters: PushDeadLetter[] = []
+    for (const key of keys) {
+      if (letters.length >= limit) break
+      const entry = await kv.get(key)
+      if (entry?.operation === "PUT") letters.push(JSON.parse(entry.string()) as PushDeadLetter)
+    }
+    return letters
+  }
+
+  /** The claim's lock entry while it is still this claim's. */
+  private async heldLock(claim: PushClaim): Promise<NatsPushEntry | undefined> {
+    const { lockKey, token } = placeOf(claim)
+    const kv = await this.host.kv()
+    const entry = await kv.get(lockKey)
+    return entry?.operation === "PUT" && parseLock(entry)?.token === token ? entry : undefined
+  }
+
+  /** Ends the claim's lease, unless another instance holds the channel by now. */
+  private async release(claim: PushClaim): Promise<void> {
+    const entry = await this.heldLock(claim)
+    if (entry === undefined) return
+    const kv = await this.host.kv()
+    await kv.purge(placeOf(claim).lockKey, { previousSeq: entry.revision }).catch((err: unknown) => {
+      if (!isWrongLastSequence(err)) throw err
+    })
+  }
+
+  /** Server clock minus ours: leases are judged by the server's time of their write. */
+  private async clockOffset(kv: NatsPushKv): Promise<number> {
+    if (this.clockOffsetMs === undefined || Date.now() - this.clockMeasuredAt > CLOCK_RECHECK_MS) {
+      const sent = Date.now()
+      const revision = await kv.put(CLOCK_KEY, new Uint8Array(0))
+      const acked = Date.now()
+      const entry = await kv.get(CLOCK_KEY, { revision })
+      if (entry !== null) {
+        this.clockOffsetMs = entry.created.getTime() - (sent + acked) / 2
+        this.clockMeasuredAt = acked
+      }
+    }
+    return this.clockOffsetMs ?? 0
+  }
+}
+
+const EMPTY = { id: "", status: { state: "submitted" } } as unknown as A2ATask
+
+function placeOf(claim: PushClaim): { itemKey: string; lockKey: string; token: string } {
+  const [itemKey, lockKey, token, ...rest] = String(claim?.token).split("|")
+  if (rest.length > 0 || token === undefined || !itemKey.startsWith("o.") || !lockKey.startsWith("l.")) {
+    throw new TypeError(`${STORE}.push: the claim's token is not one this store gave`)
+  }
+  return { itemKey, lockKey, token }
+}
+
+function configsIn(entry: NatsPushEntry): PushConfigRecord[] {
+  const value: unknown = JSON.parse(entry.string())
+  return Array.isArray(value) ? (value as PushConfigRecord[]) : []
+}
+
+function parseLock(entry: NatsPushEntry): Lock | undefined {
+  try {
+    const lock = JSON.parse(entry.string()) as Lock
+    return typeof lock?.token === "string" && typeof lock.leaseMs === "number" ? lock : undefined
+  } catch {
+    return undefined
+  }
+}
+
+function isWrongLastSequence(err: unknown): boolean {
+  return (err as { api_error?: { err_code?: number } })?.api_error?.err_code === WRONG_LAST_SEQUENCE
+}
