@@ -78,6 +78,7 @@ pushStoreContract("NatsTaskStore", {
     return { store, another: () => [other, restarted][next++] }
   },
   refusesTerminal: true,
+  watchesOutbox: true,
 })
 
 t.test("NatsTaskStore keys: plain ids as they are, others reversibly encoded, very long ones hashed", async (t) => {

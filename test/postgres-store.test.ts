@@ -72,6 +72,7 @@ pushStoreContract("PostgresTaskStore", {
     return { store: open(), another: () => open() }
   },
   refusesTerminal: true,
+  watchesOutbox: true,
 })
 
 t.test("a terminal Task is never overwritten: the save is refused with what the store holds", async (t) => {

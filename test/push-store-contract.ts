@@ -19,6 +19,8 @@ export interface PushHarness {
   refusesTerminal?: boolean
   /** False for a store whose claims live in one process only (memory): the cases with two stores are left out. */
   shared?: boolean
+  /** True for stores with `push.watchOutbox`. */
+  watchesOutbox?: boolean
 }
 
 const config = (taskId: string, id: string, extra: Partial<PushConfigRecord> = {}): PushConfigRecord => ({
@@ -179,6 +181,24 @@ export function pushStoreContract(name: string, harness: PushHarness): void {
   }
 
   if (harness.shared === false) return
+
+  if (harness.watchesOutbox) {
+    t.test(`${name}: watchOutbox tells another store that a save enqueued notifications`, async (t) => {
+      const { store, another } = await harness.make(t)
+      const push = pushOf(store)
+      const other = pushOf(another())
+      let woken = 0
+      const stop = await other.watchOutbox!(() => void woken++)
+      t.teardown(stop)
+      await store.save(sampleTask("quiet"))
+      await store.save(sampleTask("t-1"))
+      await push.putConfig(config("t-1", "a"))
+      await saveState(store, "t-1", "working")
+      await waitFor(() => woken > 0, 15_000, "the outbox watch to fire")
+      t.same(described(await other.claim("i-2", 10, LONG_LEASE, Date.now())), ["t-1/a#working"], "and the woken store claims it")
+      await stop()
+    })
+  }
 
   t.test(`${name}: a restarted store still has the configs and the pending notifications`, async (t) => {
     const { store, another } = await harness.make(t)

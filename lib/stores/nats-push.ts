@@ -42,6 +42,8 @@ export interface NatsPushHost {
   inOrder<T>(id: string, write: () => Promise<T>): Promise<T>
   /** The key of a Task or config id (natsKey). */
   keyOf(id: string): string
+  /** Calls `onPut` for every key matching `filter` written from now on; the function it gives stops it. */
+  watchPuts(filter: string, onPut: () => void): Promise<() => Promise<void>>
 }
 
 export interface NatsPushEntry {
@@ -301,6 +303,12 @@ export class NatsPushStore implements PushStore {
     await kv.purge(placeOf(claim).lockKey, { previousSeq: entry.revision }).catch((err: unknown) => {
       if (!isWrongLastSequence(err)) throw err
     })
+  }
+
+  /** Calls `onDue` whenever any store enqueues or puts back a notification (a KV watch of the outbox keys). */
+  watchOutbox(onDue: () => void): Promise<() => Promise<void>> {
+    if (typeof onDue !== "function") return Promise.reject(new TypeError(`${STORE}.push.watchOutbox needs a function`))
+    return this.host.watchPuts("o.>", onDue)
   }
 
   /** Server clock minus ours: leases are judged by the server's time of their write. */

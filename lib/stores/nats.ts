@@ -50,7 +50,7 @@ interface NatsKv {
   put(key: string, value: Uint8Array, opts?: { previousSeq: number }): Promise<number>
   /** Replaces the key's values with a PURGE marker; with `previousSeq`, only if the key is still at that revision. */
   purge(key: string, opts?: { previousSeq: number }): Promise<void>
-  watch(opts?: { include?: string; headers_only?: boolean; initializedFn?: () => void }): Promise<NatsKvWatch>
+  watch(opts?: { key?: string; include?: string; headers_only?: boolean; initializedFn?: () => void }): Promise<NatsKvWatch>
   /** The keys (not deleted) matching a filter. */
   keys(filter?: string): Promise<AsyncIterable<string>>
 }
@@ -184,6 +184,7 @@ export class NatsTaskStore implements TaskStore {
       saveWithEvent: (task, event) => this.saveWithEvent(task, event),
       inOrder: (id, write) => this.writes.run(id, write),
       keyOf: natsKey,
+      watchPuts: (filter, onPut) => this.watchPushPuts(filter, onPut),
     })
   }
 
@@ -363,6 +364,32 @@ export class NatsTaskStore implements TaskStore {
       const { nc } = await this.connection.get()
       return withContext(`open the KV bucket "${this.leaseBucket}"`, () => nc.jetstream().views.kv(this.leaseBucket, { history: 1, ttl: LEASE_BUCKET_MAX_AGE_MS }))
     }, closedError)
+  }
+
+  /** Calls `onPut` for every write of a push key matching `filter`, by any server, from now on (headers only). */
+  private async watchPushPuts(filter: string, onPut: () => void): Promise<() => Promise<void>> {
+    this.assertOpen()
+    const { driver } = await this.connection.get()
+    const kv = await this.pushKv.get()
+    const updates = await withContext("watch the push outbox", () => kv.watch({ key: filter, include: driver.KvWatchInclude.UpdatesOnly, headers_only: true }))
+    const done = (async () => {
+      try {
+        for await (const entry of updates) {
+          if (entry.operation !== "PUT") continue
+          try {
+            onPut()
+          } catch (err) {
+            this.report(err, "watch")
+          }
+        }
+      } catch (err) {
+        if (!this.closing) this.report(new Error(`NatsTaskStore's watch of the push outbox ended: ${messageOf(err)}`, { cause: err }), "watch")
+      }
+    })()
+    return async () => {
+      updates.stop()
+      await done
+    }
   }
 
   /** The push bucket, opened on first use over whatever connection is current. */
