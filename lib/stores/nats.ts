@@ -50,7 +50,7 @@ interface NatsKv {
   put(key: string, value: Uint8Array, opts?: { previousSeq: number }): Promise<number>
   /** Replaces the key's values with a PURGE marker; with `previousSeq`, only if the key is still at that revision. */
   purge(key: string, opts?: { previousSeq: number }): Promise<void>
-  watch(opts?: { key?: string; include?: string; headers_only?: boolean; initializedFn?: () => void }): Promise<NatsKvWatch>
+  watch(opts?: { key?: string | string[]; include?: string; headers_only?: boolean; initializedFn?: () => void }): Promise<NatsKvWatch>
   /** The keys (not deleted) matching a filter. */
   keys(filter?: string): Promise<AsyncIterable<string>>
 }
