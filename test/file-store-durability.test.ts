@@ -293,6 +293,63 @@ t.test("kill -9 during concurrent saves loses no acknowledged save and leaves no
   t.equal(page.totalSize, names.length, "list() reads every Task file")
 })
 
+t.test("kill -9 during saves with push events loses no acknowledged notification and sends none for a save that did not land", async (t) => {
+  const compiled = path.join(ROOT, "dist", "lib", "stores", "file.js")
+  const storeSources = path.join(ROOT, "lib", "stores")
+  const sources = fs.readdirSync(storeSources).map((name) => path.join(storeSources, name))
+  if (!fs.existsSync(compiled) || sources.some((source) => fs.statSync(source).mtimeMs > fs.statSync(compiled).mtimeMs)) {
+    t.fail(`${compiled} is missing or older than lib/stores: run npm run build first`)
+    return
+  }
+  const dir = tmpDir(t)
+  const writer = spawn(process.execPath, [path.join(ROOT, "test", "fixtures", "push-crash-writer.mjs"), dir, "20", "2"], { stdio: ["ignore", "pipe", "pipe"] })
+  t.teardown(() => writer.kill("SIGKILL"))
+  let stderr = ""
+  writer.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
+  const exited = once(writer, "exit") as Promise<[number | null, NodeJS.Signals | null]>
+  const acked = new Map<string, number>()
+  let acks = 0
+  let deadline: NodeJS.Timeout | undefined
+  const lines = readline.createInterface({ input: writer.stdout })
+  lines.on("line", (line) => {
+    const [word, id, seq] = line.split(" ")
+    if (word !== "ack") return
+    acks++
+    acked.set(id, Math.max(acked.get(id) ?? 0, Number(seq)))
+    deadline ??= setTimeout(() => writer.kill("SIGKILL"), 3000)
+    if (acks === 300) writer.kill("SIGKILL")
+  })
+  const [[, signal]] = await Promise.all([exited, once(lines, "close")])
+  clearTimeout(deadline)
+  t.equal(signal, "SIGKILL", `the writer was killed mid-run${stderr && `; its stderr: ${stderr}`}`)
+  t.ok(acks > 0, "the writer acknowledged saves before it was killed")
+
+  // A restarted store drains the outbox, as the sender would: claim, ack, again.
+  const store = new FileTaskStore(dir)
+  const sent = new Map<string, number[]>()
+  for (;;) {
+    const claims = await store.push!.claim("restarted", 1000, 60_000, Date.now())
+    if (claims.length === 0) break
+    for (const claim of claims) {
+      const channel = `${claim.item.taskId}/${claim.item.configId}`
+      sent.set(channel, [...(sent.get(channel) ?? []), claim.item.event.task.metadata!.seq as number])
+      await store.push!.ack(claim)
+    }
+  }
+  const problems: string[] = []
+  for (const [id, last] of acked) {
+    const stored = (await store.get(id))?.metadata?.seq as number
+    for (const config of ["a", "b"]) {
+      const seqs = sent.get(`${id}/${config}`) ?? []
+      if (seqs.some((seq, i) => i > 0 && seq <= seqs[i - 1])) problems.push(`${id}/${config}: out of order ${seqs.join(",")}`)
+      for (let seq = 1; seq <= last; seq++) if (!seqs.includes(seq)) problems.push(`${id}/${config}: acknowledged save ${seq} was not notified`)
+      if (seqs.some((seq) => seq > stored)) problems.push(`${id}/${config}: notified ${Math.max(...seqs)} but the stored Task is at ${stored}`)
+    }
+  }
+  t.comment(`${acks} acks over ${acked.size} ids; ${[...sent.values()].reduce((n, seqs) => n + seqs.length, 0)} notifications drained`)
+  t.same(problems, [], "every acknowledged save's notification is there, in order, and none for a save that did not land")
+})
+
 t.test("concurrent saves share directory fsyncs, each one begun after the save's rename", async (t) => {
   const dir = tmpDir(t)
   const log: string[] = []
