@@ -328,12 +328,12 @@ t.test("kill -9 during saves with push events loses no acknowledged notification
   const store = new FileTaskStore(dir)
   const sent = new Map<string, number[]>()
   for (;;) {
-    const claims = await store.push!.claim("restarted", 1000, 60_000, Date.now())
+    const claims = await store.push.claim("restarted", 1000, 60_000, Date.now())
     if (claims.length === 0) break
     for (const claim of claims) {
       const channel = `${claim.item.taskId}/${claim.item.configId}`
       sent.set(channel, [...(sent.get(channel) ?? []), claim.item.event.task.metadata!.seq as number])
-      await store.push!.ack(claim)
+      await store.push.ack(claim)
     }
   }
   const problems: string[] = []
