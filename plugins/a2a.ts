@@ -64,7 +64,7 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
           heartbeatMs: opts.streamHeartbeatMs ?? DEFAULT_STREAM_HEARTBEAT_MS,
         }),
       )
-      routes.get(CARD_PATH, agentCardHandler({ card: opts, url: opts.url, prefix: routes.prefix, usesTokens: auth?.usesTokens ?? false }))
+      routes.get(CARD_PATH, agentCardHandler({ card: opts, url: opts.url, prefix: routes.prefix, usesTokens: auth?.usesTokens ?? false, pushNotifications: agent.push !== undefined }))
     },
     { prefix: ownPrefix ? (opts.prefix ?? "") : "" },
   )

@@ -1,16 +1,20 @@
 import { TaskEvents } from "../lib/a2a/events.js"
 import { StoreFollower } from "../lib/a2a/follower.js"
 import { JsonRpcDispatcher } from "../lib/a2a/jsonrpc.js"
+import type { PushSettings } from "../lib/a2a/push-configs.js"
 import { RecoveryService } from "../lib/a2a/recovery.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
 import { StreamSlots } from "../lib/a2a/stream-slots.js"
 import type { Logger } from "../lib/log.js"
+import { pushAllowList } from "../lib/push/options.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import { CLOSE_MARGIN_MS, DEFAULT_SHUTDOWN_GRACE_MS, graceWithin, openStore, type ToolnexusA2AOptions } from "./options.js"
 
 /** The agent's moving parts for one registration, and the three hooks that start and stop them in order. */
 interface Agent {
   store: TaskStore
+  /** Push notifications' settings; undefined when push is off (a store without the capability, or opts.push false). */
+  push?: PushSettings
   dispatcher: JsonRpcDispatcher
   /** Aborts once running tasks have had their grace on close, so streams still open end too. */
   closing: AbortSignal
@@ -48,11 +52,13 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
   })
   const follower = new StoreFollower({ store, runner, log })
   const streams = new StreamSlots({ maxStreams: opts.maxStreams, maxStreamsPerPrincipal: opts.maxStreamsPerPrincipal })
-  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower, streams, unownedTasksBelongTo: opts.auth?.unownedTasksBelongTo })
+  const push: PushSettings | undefined = opts.push !== false && store.push !== undefined ? { store: store.push, allow: pushAllowList(opts.push) } : undefined
+  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower, streams, unownedTasksBelongTo: opts.auth?.unownedTasksBelongTo, push })
   const recovery = new RecoveryService({ store, self: runner.self, log, leaseTtlMs: opts.leaseTtlMs, checkIntervalMs: opts.recoveryIntervalMs })
   const closing = new AbortController()
   return {
     store,
+    push,
     dispatcher,
     closing: closing.signal,
     onReady: async () => {
