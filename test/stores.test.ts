@@ -41,6 +41,10 @@ storeContract("FileTaskStore", {
   failSweeps: failOwnSweeps,
 })
 
+pushStoreContract("InMemoryTaskStore", {
+  make: async (t) => ({ store: closedAtEnd(t, new InMemoryTaskStore()), another: () => new InMemoryTaskStore() }),
+  shared: false,
+})
 pushStoreContract("FileTaskStore", {
   make: async (t) => {
     const dir = tmpDir(t)
