@@ -4,7 +4,7 @@ import { pushSeqOf } from "../internals.js"
 import { isProcessAlive } from "../process.js"
 import type { A2ATask } from "../types.js"
 import type { ReportError } from "./background-errors.js"
-import { taskFileName, tmpFileName } from "./file-names.js"
+import { idFromFileName, taskFileName, tmpFileName } from "./file-names.js"
 import type { FileSystem } from "./file-system.js"
 import { ABANDONED_PUSH_ITEM_MS, assertClaimArgs, assertPushConfig, deadLetterOf, newOutboxItem, padded, retried } from "./push-records.js"
 import type { PushClaim, PushConfigRecord, PushDeadLetter, PushEvent, PushOutboxItem, PushStore } from "./push-store.js"
@@ -272,8 +272,7 @@ export class FilePushStore implements PushStore {
     const names = await this.names(dir)
     const items = names.flatMap(itemName).sort((a, b) => a.seq - b.seq)
     if (items.length === 0) return []
-    const first = await this.readJson<PushOutboxItem>(path.join(dir, items[0].name))
-    const taskId = first?.taskId
+    const taskId = idFromFileName(dirName) ?? (await this.taskIdIn(dir, names))
     if (taskId === undefined || taskFileName(taskId) !== dirName) return []
     const committed = pushSeqOf((await this.host.stored(taskId)) ?? EMPTY)
     const heads = new Map<string, ItemName>()
@@ -389,6 +388,16 @@ export class FilePushStore implements PushStore {
   private async release(claim: PushClaim): Promise<void> {
     const { dir, lock } = this.placeOf(claim)
     if (await this.holds(claim)) await this.remove(path.join(dir, lock))
+  }
+
+  /** The Task id of a directory whose name is a hash: from any whole file in it. */
+  private async taskIdIn(dir: string, names: string[]): Promise<string | undefined> {
+    for (const name of names) {
+      if (!name.endsWith(".json")) continue
+      const record = await this.readJson<{ taskId?: unknown }>(path.join(dir, name))
+      if (typeof record?.taskId === "string") return record.taskId
+    }
+    return undefined
   }
 
   /** The Task directories under `.push`, which also refreshes what this process knows of them. */
