@@ -48,7 +48,7 @@ export function loadSigningKey(value: unknown, option = "push.signingKey"): { ke
   } catch (err) {
     if (err instanceof TypeError && err.message.startsWith(option)) throw err
     // The key's text never goes into the message.
-    throw new TypeError(`${wanted}; it could not be read as one (${(err as Error).message.split("\n")[0].slice(0, 200)})`)
+    throw new TypeError(`${wanted}; it could not be read as one (${(err as Error).message.split("\n")[0].slice(0, 200)})`, { cause: err })
   }
   const details = key.asymmetricKeyDetails ?? {}
   switch (key.asymmetricKeyType) {
