@@ -4,6 +4,7 @@ import type { A2ATask } from "../types.js"
 import { TERMINAL_STATES } from "../types.js"
 import { errorReporter, type TaskStoreOptions } from "./background-errors.js"
 import { listKeyOf, pageOf, withoutArtifacts, type ListKey, type TaskPage, type TaskQuery } from "./list.js"
+import { MemoryPushStore, type MemoryPushOptions } from "./memory-push.js"
 import { isExpired, retentionSweeper, type RetentionSweeper } from "./retention.js"
 import { StoreFullError, type StoreLimit } from "./store-full.js"
 import { assertTask, assertTaskId } from "./task-checks.js"
@@ -28,6 +29,8 @@ export interface InMemoryTaskStoreOptions extends TaskStoreOptions {
    * prefer: it goes by the status timestamp, in a background sweep.
    */
   terminalTtlMs?: number
+  /** Bounds of the push capability (`store.push`): its configs, undelivered notifications and dead letters. */
+  push?: MemoryPushOptions
 }
 
 /** The defaults: 100000 Tasks, a quarter of the heap, half of each for one owner. */
@@ -80,6 +83,8 @@ export class InMemoryTaskStore implements TaskStore {
   private readonly limits: Record<StoreLimit, number>
   private readonly terminalTtlMs: number | undefined
   private readonly sweeper: RetentionSweeper | undefined
+  /** Push notifications: webhook configs and the outbox, saved with the Task in one synchronous step. */
+  readonly push: MemoryPushStore
 
   constructor(opts: InMemoryTaskStoreOptions = {}) {
     for (const name of ["maxTasks", "maxBytes", "maxTasksPerOwner", "maxBytesPerOwner"] as const) {
@@ -103,6 +108,9 @@ export class InMemoryTaskStore implements TaskStore {
       maxBytesPerOwner: Math.min(maxBytes, opts.maxBytesPerOwner ?? Math.ceil(maxBytes * MEMORY_OWNER_SHARE)),
     }
     this.terminalTtlMs = opts.terminalTtlMs
+    // A subclass that overrides save (a recording or failing test store) has its save used, awaited.
+    const save = (task: A2ATask) => (this.save === InMemoryTaskStore.prototype.save ? this.saveNow(task) : this.save(task))
+    this.push = new MemoryPushStore({ save, maxBytes }, opts.push)
     this.sweeper?.start()
   }
 
@@ -136,6 +144,11 @@ export class InMemoryTaskStore implements TaskStore {
   }
 
   async save(task: A2ATask): Promise<void> {
+    this.saveNow(task)
+  }
+
+  /** The whole save, without yielding: the push capability enqueues in the same step. */
+  private saveNow(task: A2ATask): void {
     assertTask(task, "InMemoryTaskStore")
     const json = JSON.stringify(task)
     const key = listKeyOf(task)
@@ -159,7 +172,7 @@ export class InMemoryTaskStore implements TaskStore {
   async delete(id: string): Promise<void> {
     assertTaskId(id)
     const entry = this.tasks.get(id)
-    if (entry !== undefined) this.remove(id, entry)
+    if (entry !== undefined) this.drop(id, entry)
   }
 
   /** Stops the retention sweeps; the Tasks stay, and the store stays usable. */
@@ -173,7 +186,7 @@ export class InMemoryTaskStore implements TaskStore {
     for (const id of [...this.all.finished.keys()]) {
       const entry = this.tasks.get(id)
       if (entry !== undefined && isExpired({ state: entry.key.state, timestamp: entry.key.timestamp }, cutoff)) {
-        this.remove(id, entry)
+        this.drop(id, entry)
         deleted++
       }
     }
@@ -227,11 +240,17 @@ export class InMemoryTaskStore implements TaskStore {
     if (own.tasks === 0) this.owners.delete(entry.key.owner)
   }
 
+  /** The Task leaves the store (deleted, swept, expired, dropped for room): its push configs and notifications with it. */
+  private drop(id: string, entry: Entry): void {
+    this.remove(id, entry)
+    this.push.forgetTask(id)
+  }
+
   private dropExpired(): void {
     if (this.terminalTtlMs === undefined) return
     const now = Date.now()
     for (let oldest = this.all.finished.oldest(); oldest !== undefined && oldest.value <= now; oldest = this.all.finished.oldest()) {
-      this.remove(oldest.key, this.tasks.get(oldest.key)!)
+      this.drop(oldest.key, this.tasks.get(oldest.key)!)
     }
   }
 
@@ -268,7 +287,7 @@ export class InMemoryTaskStore implements TaskStore {
   private dropOldestFinished(holding: Holding, savedId: string): boolean {
     const oldest = holding.finished.oldest()
     if (oldest === undefined || oldest.key === savedId) return false
-    this.remove(oldest.key, this.tasks.get(oldest.key)!)
+    this.drop(oldest.key, this.tasks.get(oldest.key)!)
     return true
   }
 }
