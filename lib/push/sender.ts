@@ -76,8 +76,6 @@ export class PushSender {
   private readonly aborts = new AbortController()
 
   private readonly held = new Map<string, Held>()
-  /** Claims let go unsent (their origin had too many waiting): ignored until their lease ends, when the store hands them out again. */
-  private readonly parked = new Map<string, number>()
   private readonly origins = new Map<string, Origin>()
   private inFlight = 0
   private readonly sends = new Set<Promise<void>>()
@@ -87,7 +85,8 @@ export class PushSender {
   private stopped = false
   private pollTimer: NodeJS.Timeout | undefined
   private retryTimer: NodeJS.Timeout | undefined
-  private retryAt = Infinity
+  /** When the retries this process scheduled come due, earliest first. */
+  private readonly retryTimes: number[] = []
   private stopWatching: (() => Promise<void>) | undefined
 
   constructor(private readonly opts: PushSenderOptions) {
@@ -157,46 +156,44 @@ export class PushSender {
         const free = this.maxInFlight - this.inFlight
         if (free <= 0 || this.stopped) return
         const now = Date.now()
-        for (const [key, until] of this.parked) if (until <= now) this.parked.delete(key)
         const claims = await this.store.claim(this.opts.instance, free, this.leaseMs, now)
-        let fresh = 0
-        for (const claim of claims) if (this.accept(claim, now)) fresh++
-        // A full batch with news in it: there may be more due.
-        if (claims.length >= free && fresh > 0) this.again = true
+        const before = this.inFlight
+        for (const claim of claims) this.accept(claim, now)
+        // A full batch that started requests: there may be more due. One whose origins are all busy waits for a request to end.
+        if (claims.length >= free && this.inFlight > before) this.again = true
       } while (this.again && !this.stopped)
     } catch (err) {
       this.log.warn(errorFields(err), "push outbox claim failed; trying again at the next poll")
     }
   }
 
-  /** Takes a claim on: sends it, or queues it for its origin's slot. False when it was already ours. */
-  private accept(claim: PushClaim, now: number): boolean {
+  /**
+   * Takes a claim on: sends it, or queues it for a slot of its origin (a
+   * queue as long as that webhook's due channels: a burst of Tasks to one
+   * webhook waits here, not in the store for a lease to run out).
+   */
+  private accept(claim: PushClaim, now: number): void {
     const key = claim.item.key
     const mine = this.held.get(key)
     if (mine) {
-      // Handed out again (a store that renews its own instance's claims): settle with the newest proof.
+      // Handed out again (its lease ran out while it waited, or a store that renews its own instance's claims): the newest proof counts.
       mine.claim = claim
-      return false
+      mine.claimedAt = now
+      return
     }
-    if (this.parked.has(key)) return false
     const origin = originOf(claim.config.url)
-    if (origin === undefined) {
-      this.track(this.deadLetter(claim, "invalid", "the webhook URL is not a valid URL", claim.item.attempts))
-      return true
-    }
+    if (origin === undefined) return this.track(this.deadLetter(claim, "invalid", "the webhook URL is not a valid URL", claim.item.attempts))
     if (now - claim.item.enqueuedAt >= this.maxAgeMs) {
-      this.track(this.deadLetter(claim, origin, `not delivered within maxAge (${this.maxAgeMs} ms)`, claim.item.attempts))
-      return true
+      return this.track(this.deadLetter(claim, origin, `not delivered within maxAge (${this.maxAgeMs} ms)`, claim.item.attempts))
     }
     const held: Held = { claim, origin, claimedAt: now }
     let slot = this.origins.get(origin)
     if (!slot) this.origins.set(origin, (slot = { inFlight: 0, waiting: [] }))
     if (slot.inFlight < this.maxPerOrigin) this.begin(held, slot)
-    else if (slot.waiting.length < this.maxPerOrigin) {
+    else {
       this.held.set(key, held)
       slot.waiting.push(held)
-    } else this.parked.set(key, now + this.leaseMs)
-    return true
+    }
   }
 
   private begin(held: Held, slot: Origin): void {
@@ -222,7 +219,7 @@ export class PushSender {
   }
 
   private async send(held: Held): Promise<void> {
-    // Waited so long for its origin that the lease could end mid-request: let it go, the next claim sends it.
+    // Waited so long for its origin that the lease could end mid-request: let it go, a later claim hands it out again.
     if (Date.now() - held.claimedAt > this.leaseMs - this.timeoutMs - 5000) return
     let outcome: AttemptOutcome
     try {
@@ -279,16 +276,33 @@ export class PushSender {
     this.log.warn({ taskId: claim.item.taskId, configId: claim.config.id, step, ...errorFields(err) }, "push outbox update failed; the notification is sent again once its claim runs out")
   }
 
-  /** Claims again when a retry comes due (the earliest one; later ones also come with the poll). */
+  /** Claims again when a retry comes due: one timer, for the earliest of the retries this process scheduled. */
   private wakeAt(at: number): void {
-    if (this.stopped || at >= this.retryAt) return
+    if (this.stopped) return
+    const times = this.retryTimes
+    let low = 0
+    let high = times.length
+    while (low < high) {
+      const mid = (low + high) >>> 1
+      if (times[mid] < at) low = mid + 1
+      else high = mid
+    }
+    if (times[low] !== at) times.splice(low, 0, at)
+    if (low === 0) this.armRetryTimer()
+  }
+
+  private armRetryTimer(): void {
     clearTimeout(this.retryTimer)
-    this.retryAt = at
+    this.retryTimer = undefined
+    if (this.stopped || this.retryTimes.length === 0) return
     this.retryTimer = setTimeout(() => {
-      this.retryAt = Infinity
-      this.retryTimer = undefined
+      const now = Date.now()
+      let due = 0
+      while (due < this.retryTimes.length && this.retryTimes[due] <= now) due++
+      this.retryTimes.splice(0, due)
+      this.armRetryTimer()
       this.wake()
-    }, Math.max(0, at - Date.now()))
+    }, Math.max(0, this.retryTimes[0] - Date.now()))
     this.retryTimer.unref()
   }
 }
