@@ -30,6 +30,7 @@ const agent = await toolkit.serve(`${config.host.includes(":") ? `[${config.host
     ...(config.publicUrl && { url: config.publicUrl }),
     ...(config.tokens && { auth: { tokens: config.tokens, unownedTasksBelongTo: config.unownedTasksBelongTo } }),
     ...config.streams,
+    ...(config.push && { push: config.push }),
   },
   timeouts: config.timeouts,
   logger: log,
@@ -44,6 +45,7 @@ log.info(
     ...(config.unownedTasksBelongTo && { unownedTasksBelongTo: config.unownedTasksBelongTo }),
     ...(config.timeouts && { timeouts: config.timeouts }),
     ...config.streams,
+    ...(config.push && { pushAllow: config.push.allow }),
   },
   "toolnexus agent listening",
 )

@@ -1,6 +1,8 @@
 import { parseArgs } from "node:util"
 import { createClient, createLocalClient, type Client, type ClientOptions } from "./client/client.js"
 import { MAX_TIMER_MS, parseDuration } from "./duration.js"
+import { allowList } from "./push/guard.js"
+import type { PushOptions } from "./push/options.js"
 import type { RetentionOptions } from "./stores/retention.js"
 import { isPlainHttpUrl, withoutPassword } from "./url-credentials.js"
 
@@ -27,6 +29,8 @@ interface CliConfig {
   timeouts?: { requestMs?: number; headersMs?: number; idleMs?: number }
   /** Plugin limits on streams, those the flags set (named as the plugin options); absent ones keep the plugin's defaults. */
   streams?: { maxStreams?: number; maxStreamsPerPrincipal?: number; streamHeartbeatMs?: number }
+  /** Push notifications' settings from the flags; absent ones keep the plugin's defaults. */
+  push?: PushOptions
   logFormat: LogFormat
 }
 
@@ -68,6 +72,10 @@ Limits (durations in ms, or with a unit: "30s", "2m", "500ms"):
                        with TOOLNEXUS_TOKENS: the principal that owns the Tasks saved before
                        authentication was on (TOOLNEXUS_UNOWNED_TASKS_BELONG_TO; default: nobody,
                        they answer "task not found" to every principal)
+  --push-allow HOST[:PORT],...
+                       webhook hosts push notifications may reach though they resolve to
+                       loopback or private addresses; a port narrows it to that port
+                       (TOOLNEXUS_PUSH_ALLOW; default none)
   -h, --help           this text
 
 Secrets come from the environment only (never flags, so they stay out of ps):
@@ -104,6 +112,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
       "max-streams-per-principal": { type: "string" },
       "stream-heartbeat": { type: "string" },
       "unowned-tasks-belong-to": { type: "string" },
+      "push-allow": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -153,6 +162,14 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
       `--unowned-tasks-belong-to should name a principal of TOOLNEXUS_TOKENS (${tokens ? [...new Set(Object.values(tokens))].join(", ") : "not set: without authentication every peer sees every Task"}), got ${JSON.stringify(unownedTasksBelongTo)}`,
     )
   }
+  const pushAllow = setting("push-allow")?.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")
+  if (pushAllow !== undefined) {
+    try {
+      allowList(pushAllow)
+    } catch (err) {
+      throw new Error(`--push-allow: ${(err as Error).message}`, { cause: err })
+    }
+  }
   return {
     host: values.host ?? env.TOOLNEXUS_HOST ?? "127.0.0.1",
     port,
@@ -165,6 +182,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     ...(unownedTasksBelongTo !== undefined ? { unownedTasksBelongTo } : {}),
     ...(timeouts ? { timeouts } : {}),
     ...(streams ? { streams } : {}),
+    ...(pushAllow !== undefined && pushAllow.length > 0 ? { push: { allow: pushAllow } } : {}),
     logFormat,
   }
 }

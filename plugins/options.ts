@@ -5,6 +5,7 @@ import { ABORT_WAIT_MS } from "../lib/a2a/runner.js"
 import { MAX_TIMER_MS } from "../lib/duration.js"
 import type { Client } from "../lib/client/client.js"
 import { errorFields, type Logger } from "../lib/log.js"
+import { checkPushOptions, type PushOptions } from "../lib/push/options.js"
 import type { StoreErrorHandler } from "../lib/stores/background-errors.js"
 import { retentionTtlMs, type RetentionOptions } from "../lib/stores/retention.js"
 import { resolveStore, type StoreSelector } from "../lib/stores/resolve.js"
@@ -72,6 +73,12 @@ export interface ToolnexusA2AOptions extends CardOptions {
    * set trustProxy or every peer shares the proxy's count); past it a new one is refused with -32603 (default 100).
    */
   maxStreamsPerPrincipal?: number
+  /**
+   * Push notifications (on when the store has the capability, as the four shipped stores do):
+   * `{ allow: ["HOST", "HOST:PORT"] }` lets webhooks reach those hosts though they resolve to
+   * private or loopback addresses; `false` turns push off (the push methods answer -32003).
+   */
+  push?: PushOptions | false
 }
 
 /** The defaults the plugin itself applies; the runner and recovery apply their own to the options they take. */
@@ -147,6 +154,7 @@ export function checkOptions(opts: ToolnexusA2AOptions): void {
   if (opts.shutdownGraceMs !== undefined && !(Number.isFinite(opts.shutdownGraceMs) && opts.shutdownGraceMs >= 0)) {
     throw new TypeError("toolnexus: opts.shutdownGraceMs should be a number of milliseconds >= 0")
   }
+  checkPushOptions(opts.push)
   checkCardOptions(opts)
 }
 

@@ -135,6 +135,20 @@ t.test("parseCli: timeouts, stream caps and heartbeat from flags or environment,
   t.throws(() => parseCli(["--request-timeout", "5s", "--headers-timeout", "6s"], {}), /--headers-timeout \(6000 ms\) should be at most --request-timeout \(5000 ms\)/)
 })
 
+t.test("parseCli: --push-allow / TOOLNEXUS_PUSH_ALLOW, HOST[:PORT] entries comma-separated", async (t) => {
+  const push = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
+    const config = parseCli(argv, env)
+    return config === "help" ? undefined : config.push
+  }
+  t.equal(push([]), undefined, "none: the plugin's default (no host allowed)")
+  t.same(push(["--push-allow", "hooks.internal, 127.0.0.1:8080,[::1]:9000"]), { allow: ["hooks.internal", "127.0.0.1:8080", "[::1]:9000"] })
+  t.same(push(["--push-allow", "a.internal"], { TOOLNEXUS_PUSH_ALLOW: "b.internal" }), { allow: ["a.internal"] }, "the flag wins")
+  t.same(push([], { TOOLNEXUS_PUSH_ALLOW: "b.internal:443" }), { allow: ["b.internal:443"] })
+  t.equal(push([], { TOOLNEXUS_PUSH_ALLOW: "" }), undefined, "an empty variable is unset")
+  t.throws(() => parseCli(["--push-allow", "http://hooks.internal/"], {}), /^--push-allow: push allow-list entry "http:\/\/hooks\.internal\/" is not a host name or address; write HOST or HOST:PORT/)
+  t.throws(() => parseCli([], { TOOLNEXUS_PUSH_ALLOW: "x:0" }), /^--push-allow: .*has a port outside 1-65535/)
+})
+
 t.test("parseCli: --unowned-tasks-belong-to names a principal of TOOLNEXUS_TOKENS", async (t) => {
   const tokens = { TOOLNEXUS_TOKENS: "alice-secret-0123456789=alice,bob-secret-0123456789a=bob" }
   const config = parseCli(["--unowned-tasks-belong-to", "alice"], tokens)

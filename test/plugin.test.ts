@@ -111,6 +111,9 @@ t.test("bad options fail at registration, naming the option", async (t) => {
     [{ skills: [{ id: "x" }] as never }, /opts\.skills\[0\]\.name should be a string/],
     [{ provider: { organization: "x" } as never }, /opts\.provider should be/],
     [{ retention: { terminalTtl: "a while" } }, /^toolnexus: opts\.retention should be \{ terminalTtl: <ms, or a duration such as "30d"/],
+    [{ push: "on" as never }, /^toolnexus: opts\.push should be an object such as \{ allow: \["hooks\.internal"\] \}, or false/],
+    [{ push: { allow: "x" as never } }, /^toolnexus: opts\.push\.allow should be an array of "HOST" or "HOST:PORT" strings/],
+    [{ push: { allow: ["hooks.internal:99999"] } }, /^toolnexus: opts\.push\.allow: push allow-list entry "hooks\.internal:99999" has a port outside 1-65535/],
     [{ retention: { terminalTtl: "30d" }, store: new RecordingStore() }, /^toolnexus: opts\.retention applies to a store built from a selector .*give your own store object its retention when you build it/],
   ]
   for (const [opts, message] of cases) {
