@@ -206,7 +206,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     ...(unownedTasksBelongTo !== undefined ? { unownedTasksBelongTo } : {}),
     ...(timeouts ? { timeouts } : {}),
     ...(streams ? { streams } : {}),
-    ...(push ? { push: push as PushOptions } : {}),
+    ...(push ? { push: push } : {}),
     logFormat,
   }
 }
