@@ -10,7 +10,8 @@ import { createPushSigner, SIGNATURE_HEADER } from "../lib/push/signer.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import type { PushConfigRecord } from "../lib/stores/push-store.js"
 import type { A2AArtifact, A2ATask, TaskState } from "../lib/types.js"
-import { deferred, memoryLogger, sampleTask, waitFor } from "./helpers.js"
+import { createLocalClient } from "../lib/client/client.js"
+import { a2aApp, deferred, injectRpc, memoryLogger, RecordingStore, rpc, sampleTask, userMessage, waitFor } from "./helpers.js"
 
 /** A request the webhook got. */
 interface Received {
@@ -336,4 +337,61 @@ t.test("stop(): nothing of the sender is left (no timer, no socket), and a reque
   const claims = await store.push.claim("another", 10, 1000, Date.now())
   t.equal(claims.length, 1, "the notification under way at stop is due again, for whoever claims next")
   t.equal(claims[0].item.lastError, "interrupted: the server stopped")
+})
+
+t.test("through the plugin: the runner's transitions reach the webhook, signed, verified with the JWKS the server serves", async (t) => {
+  const hook = await receiver(t)
+  const { privateKey } = generateKeyPairSync("ec", { namedCurve: "P-256" })
+  const store = new InMemoryTaskStore()
+  const answer = deferred<string>()
+  const app = await a2aApp(t, {
+    client: createLocalClient(() => answer.promise),
+    store,
+    prefix: "/agents/desk",
+    url: "https://agents.example/desk/",
+    push: { allow: [hook.host], signingKey: privateKey.export({ format: "jwk" }) },
+  })
+  const sent = await injectRpc(app, rpc("SendMessage", { message: userMessage("hi"), configuration: { returnImmediately: true } }), { "a2a-version": "1.0" }, "/agents/desk/")
+  const taskId = sent.json().result.task.id as string
+  await store.push.putConfig(hookConfig(taskId, hook.url(), { token: "t" }))
+  answer.resolve("the answer")
+  await waitFor(() => hook.received.length === 2, 5000, "the completion's two notifications")
+  t.same(hook.received.map((r) => Object.keys(r.json)[0]), ["artifactUpdate", "statusUpdate"])
+  t.equal(hook.received[1].json.statusUpdate.status.state, "TASK_STATE_COMPLETED")
+  t.same(hook.received[0].json.artifactUpdate.artifact.parts, [{ text: "the answer" }])
+  const served = await app.inject({ method: "GET", url: "/agents/desk/.well-known/jwks.json" })
+  t.equal(served.statusCode, 200)
+  t.match(served.headers["content-type"], /^application\/jwk-set\+json/)
+  const jwks = served.json()
+  t.equal(jwks.keys.length, 1)
+  t.notOk("d" in jwks.keys[0], "the public half only")
+  for (const request of hook.received) {
+    const jwt = (request.headers.authorization as string).replace(/^Bearer /, "")
+    const { payload } = await jwtVerify(jwt, createLocalJWKSet(jwks), { audience: hook.url(), issuer: "https://agents.example/desk/" })
+    t.equal(payload.taskId, taskId)
+  }
+  t.equal((await app.inject({ method: "GET", url: "/agents/desk/.well-known/agent-card.json" })).statusCode, 200)
+})
+
+t.test("through the plugin: no JWKS route without a key; push: false saves as before and sends nothing", async (t) => {
+  const hook = await receiver(t)
+  const store = new RecordingStore()
+  const enqueued: string[] = []
+  const saveWithEvent = store.push.saveWithEvent.bind(store.push)
+  store.push.saveWithEvent = async (task, ...events) => {
+    enqueued.push(task.status.state)
+    return saveWithEvent(task, ...events)
+  }
+  const app = await a2aApp(t, { client: createLocalClient(() => "done"), store, push: false })
+  t.equal((await app.inject({ method: "GET", url: "/.well-known/jwks.json" })).statusCode, 404)
+  const sent = await injectRpc(app, rpc("SendMessage", { message: userMessage("hi") }), { "a2a-version": "1.0" })
+  const taskId = sent.json().result.task.id as string
+  t.same(store.statesOf(taskId), ["submitted", "working", "completed"], "one save per transition")
+  t.same(enqueued, [], "push off: nothing goes through the outbox")
+  t.equal(hook.received.length, 0)
+
+  const on = new RecordingStore()
+  const app2 = await a2aApp(t, { client: createLocalClient(() => "done"), store: on })
+  const sent2 = await injectRpc(app2, rpc("SendMessage", { message: userMessage("hi") }), { "a2a-version": "1.0" })
+  t.same(on.statesOf(sent2.json().result.task.id), ["submitted", "working", "completed"], "push on: still exactly one save per transition")
 })
