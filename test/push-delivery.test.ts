@@ -395,3 +395,104 @@ t.test("through the plugin: no JWKS route without a key; push: false saves as be
   const sent2 = await injectRpc(app2, rpc("SendMessage", { message: userMessage("hi") }), { "a2a-version": "1.0" })
   t.same(on.statesOf(sent2.json().result.task.id), ["submitted", "working", "completed"], "push on: still exactly one save per transition")
 })
+
+t.test("a webhook that does not answer within timeoutMs: the attempt fails as a timeout and is retried", async (t) => {
+  const hook = await receiver(t, async (_request, index) => {
+    if (index === 0) await new Promise((resolve) => setTimeout(resolve, 1500))
+    return { status: 200 }
+  })
+  const { store, sender, save, log } = delivery(t, [hook.host], { timeoutMs: 200 })
+  await sender.start()
+  const task = sampleTask("t-timeout")
+  await store.save(task)
+  await store.push.putConfig(hookConfig(task.id, hook.url()))
+  await save(withState(task, "working"))
+  await waitFor(() => log.lines.some((l) => l.msg === "push notification not delivered; retrying"), 5000, "the retry")
+  t.match(log.lines.find((l) => l.msg === "push notification not delivered; retrying"), { error: /^timed out: no answer within 200 ms/ })
+  await waitFor(() => hook.received.some((r, i) => i > 0 && r.status === 200), 5000, "the retry delivered")
+})
+
+t.test("redirects are final, never followed; an invalid URL and a notification past maxAge go to the dead letters", async (t) => {
+  const hook = await receiver(t, () => ({ status: 302, headers: { location: "http://169.254.169.254/" } }))
+  const { store, sender, save } = delivery(t, [hook.host])
+  await sender.start()
+  const task = sampleTask("t-302")
+  await store.save(task)
+  await store.push.putConfig(hookConfig(task.id, hook.url()))
+  await save(withState(task, "working"))
+  await waitFor(async () => (await store.push.listDeadLetters(1)).length === 1, 5000, "the dead letter")
+  t.match((await store.push.listDeadLetters(1))[0].reason, /HTTP 302 \(a redirect, which is not followed\)/)
+  t.equal(hook.received.length, 1, "one request, to the webhook only")
+
+  const invalid = delivery(t, [])
+  await invalid.sender.start()
+  await invalid.store.save(task)
+  await invalid.store.push.putConfig(hookConfig(task.id, "not a url"))
+  await invalid.save(withState(task, "working"))
+  await waitFor(async () => (await invalid.store.push.listDeadLetters(1)).length === 1, 5000, "the dead letter")
+  t.match((await invalid.store.push.listDeadLetters(1))[0].reason, /not a valid URL/)
+
+  const old = delivery(t, [hook.host], { maxAgeMs: 1 })
+  await old.store.save(task)
+  await old.store.push.putConfig(hookConfig(task.id, hook.url()))
+  await old.store.push.saveWithEvent(withState(task, "working"), { kind: "status", task: withState(task, "working") })
+  await new Promise((resolve) => setTimeout(resolve, 5)) // older than maxAgeMs (1 ms) before the sender first looks
+  await old.sender.start()
+  await waitFor(async () => (await old.store.push.listDeadLetters(1)).length === 1, 5000, "the dead letter")
+  t.match((await old.store.push.listDeadLetters(1))[0].reason, /not delivered within maxAge \(1 ms\)/)
+  t.equal(hook.received.length, 1, "never sent")
+})
+
+t.test("woken by the store's watchOutbox (another process enqueued), and stops watching on stop()", async (t) => {
+  const hook = await receiver(t)
+  const store = new InMemoryTaskStore()
+  let onDue: (() => void) | undefined
+  let unwatched = false
+  const watching = Object.assign(Object.create(store.push) as typeof store.push, {
+    watchOutbox: async (callback: () => void) => {
+      onDue = callback
+      return async () => void (unwatched = true)
+    },
+  })
+  // A poll too slow to matter: only the watch can bring the notification out in time.
+  const sender = new PushSender({ store: watching, log: memoryLogger(), instance: "w", allow: allowList([hook.host]), pollMs: 3_600_000 })
+  t.teardown(() => sender.stop())
+  await sender.start()
+  const task = sampleTask("t-watch")
+  await store.save(task)
+  await store.push.putConfig(hookConfig(task.id, hook.url()))
+  await store.push.saveWithEvent(withState(task, "working"), { kind: "status", task: withState(task, "working") })
+  t.equal(hook.received.length, 0, "not sent before anyone says it is due")
+  onDue!()
+  await waitFor(() => hook.received.length === 1, 5000, "the notification")
+  await sender.stop()
+  t.ok(unwatched, "the watch stopped")
+})
+
+t.test("a store that fails to record a delivery: logged, and the notification is sent again once its claim runs out", async (t) => {
+  const hook = await receiver(t)
+  const store = new InMemoryTaskStore()
+  let failures = 1
+  const failing = Object.assign(Object.create(store.push) as typeof store.push, {
+    ack: async (claim: Parameters<typeof store.push.ack>[0]) => {
+      if (failures-- > 0) throw new Error("the outbox is unreachable")
+      return store.push.ack(claim)
+    },
+  })
+  const log = memoryLogger()
+  // A lease of 2 * 10 ms + 10 s would be long to wait: the test takes the claim over after it instead.
+  const sender = new PushSender({ store: failing, log, instance: "f", allow: allowList([hook.host]), timeoutMs: 10 })
+  t.teardown(() => sender.stop())
+  await sender.start()
+  const task = sampleTask("t-ackfail")
+  await store.save(task)
+  await store.push.putConfig(hookConfig(task.id, hook.url()))
+  const working = withState(task, "working")
+  await store.push.saveWithEvent(working, { kind: "status", task: working })
+  sender.wake()
+  await waitFor(() => log.lines.some((l) => l.msg.startsWith("push outbox update failed")), 5000, "the failure logged")
+  t.match(log.lines.find((l) => l.msg.startsWith("push outbox update failed")), { step: "ack", taskId: task.id, err: { message: "the outbox is unreachable" } })
+  const later = await store.push.claim("other", 10, 1000, Date.now() + 60_000)
+  t.equal(later.length, 1, "still in the outbox: due again once the claim has run out")
+  t.equal(later[0].item.key, hook.received[0].headers["idempotency-key"], "the same notification, with its key")
+})

@@ -61,3 +61,19 @@ t.test("signing keys: PEM or JWK of Ed25519, P-256 or RSA >= 2048; anything else
   const err = t.throws(() => loadSigningKey(secret)) as Error
   t.notOk(err.message.includes("TOTALLYSECRET"), "the key's text is not in the message")
 })
+
+t.test("push options: each delivery setting refused with a message naming it; a good set passes", async (t) => {
+  const { checkPushOptions, senderSettings } = await import("../lib/push/options.js")
+  t.doesNotThrow(() => checkPushOptions({ timeoutMs: 5000, maxAttempts: 3, maxAge: "2h", maxInFlight: 10, maxInFlightPerOrigin: 2, retryBaseMs: 100, retryMaxMs: 1000 }))
+  for (const key of ["timeoutMs", "retryBaseMs", "retryMaxMs"]) {
+    t.throws(() => checkPushOptions({ [key]: 0 }), new RegExp(`opts\\.push\\.${key} should be a positive integer number of milliseconds`))
+    t.throws(() => checkPushOptions({ [key]: 2 ** 31 }), new RegExp(`opts\\.push\\.${key}`))
+  }
+  for (const key of ["maxAttempts", "maxInFlight", "maxInFlightPerOrigin"]) t.throws(() => checkPushOptions({ [key]: 1.5 }), new RegExp(`opts\\.push\\.${key} should be a positive integer`))
+  t.throws(() => checkPushOptions({ maxAge: "soon" }), /opts\.push\.maxAge should be a number of ms > 0, or a duration/)
+  t.throws(() => checkPushOptions({ maxAge: 0 }), /opts\.push\.maxAge/)
+  t.throws(() => checkPushOptions({ signingKey: "not a key" }), /^toolnexus: opts\.push\.signingKey should be a private key/)
+  t.same(senderSettings({ maxAge: "2h", retryBaseMs: 50 }).maxAgeMs, 7_200_000)
+  t.same(senderSettings({ retryBaseMs: 50 }).backoff, { baseMs: 50, maxMs: 600_000 })
+  t.same(senderSettings(undefined).allow.entries, [])
+})
