@@ -66,7 +66,7 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
         }),
       )
       if (agent.jwks) routes.get(JWKS_PATH, jwksHandler(agent.jwks))
-      routes.get(CARD_PATH, agentCardHandler({ card: opts, url: opts.url, prefix: routes.prefix, usesTokens: auth?.usesTokens ?? false }))
+      routes.get(CARD_PATH, agentCardHandler({ card: opts, url: opts.url, prefix: routes.prefix, usesTokens: auth?.usesTokens ?? false, pushNotifications: agent.push !== undefined }))
     },
     { prefix: ownPrefix ? (opts.prefix ?? "") : "" },
   )

@@ -19,12 +19,14 @@ interface CardRouteOptions {
   prefix: string
   /** Whether the card advertises the token schemes (a token table is configured). */
   usesTokens: boolean
+  /** Whether push notifications are on. */
+  pushNotifications: boolean
 }
 
 /** `GET /.well-known/agent-card.json`: public; its security fields take the form of the version asked for. */
-export function agentCardHandler({ card, url, prefix, usesTokens }: CardRouteOptions): RouteHandlerMethod {
+export function agentCardHandler({ card, url, prefix, usesTokens, pushNotifications }: CardRouteOptions): RouteHandlerMethod {
   return async function agentCard(request, reply) {
-    const body = buildAgentCard(card, url ?? endpointUrl(request, prefix))
+    const body = buildAgentCard(card, url ?? endpointUrl(request, prefix), pushNotifications)
     reply.header("vary", url === undefined ? DERIVED_URL_VARY : "A2A-Version")
     if (!usesTokens) return body
     return { ...body, ...securityCardFields(answerVersion(request.headers["a2a-version"])) }

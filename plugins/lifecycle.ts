@@ -1,12 +1,13 @@
 import { TaskEvents } from "../lib/a2a/events.js"
 import { StoreFollower } from "../lib/a2a/follower.js"
 import { JsonRpcDispatcher } from "../lib/a2a/jsonrpc.js"
+import type { PushSettings } from "../lib/a2a/push-configs.js"
 import { RecoveryService } from "../lib/a2a/recovery.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
 import { StreamSlots } from "../lib/a2a/stream-slots.js"
 import { transitionSaver } from "../lib/a2a/transitions.js"
 import type { Logger } from "../lib/log.js"
-import { senderSettings } from "../lib/push/options.js"
+import { pushAllowList, senderSettings } from "../lib/push/options.js"
 import { PushSender } from "../lib/push/sender.js"
 import { createPushSigner, type Jwks } from "../lib/push/signer.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
@@ -15,6 +16,8 @@ import { CLOSE_MARGIN_MS, DEFAULT_SHUTDOWN_GRACE_MS, graceWithin, openStore, typ
 /** The agent's moving parts for one registration, and the three hooks that start and stop them in order. */
 interface Agent {
   store: TaskStore
+  /** Push notifications' settings; undefined when push is off (a store without the capability, or opts.push false). */
+  push?: PushSettings
   dispatcher: JsonRpcDispatcher
   /** Aborts once running tasks have had their grace on close, so streams still open end too. */
   closing: AbortSignal
@@ -43,11 +46,11 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
   const { store, ownsStore } = await openStore(opts.store, log, opts.retention)
   const events = new TaskEvents()
   // Push is on when the store has the capability and the host did not turn it off; every state change then enqueues its notifications.
-  const pushStore = opts.push === false ? undefined : store.push
   const pushOptions = opts.push === false ? undefined : opts.push
-  const signer = pushStore && pushOptions?.signingKey !== undefined ? await createPushSigner(pushOptions.signingKey, opts.url ?? opts.name ?? "toolnexus") : undefined
+  const push: PushSettings | undefined = opts.push !== false && store.push !== undefined ? { store: store.push, allow: pushAllowList(pushOptions) } : undefined
+  const signer = push && pushOptions?.signingKey !== undefined ? await createPushSigner(pushOptions.signingKey, opts.url ?? opts.name ?? "toolnexus") : undefined
   let sender: PushSender | undefined
-  const saveTransition = transitionSaver(store, pushStore && { store: pushStore, enqueued: () => sender?.wake() })
+  const saveTransition = transitionSaver(store, push && { store: push.store, enqueued: () => sender?.wake() })
   const runner = new TaskRunner({
     store,
     client: opts.client,
@@ -59,14 +62,15 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
     maxTaskBytes: opts.maxTaskBytes,
     saveTransition,
   })
-  if (pushStore) sender = new PushSender({ ...senderSettings(pushOptions), store: pushStore, log, instance: runner.self.instance, signer })
+  if (push) sender = new PushSender({ ...senderSettings(pushOptions), store: push.store, log, instance: runner.self.instance, signer })
   const follower = new StoreFollower({ store, runner, log })
   const streams = new StreamSlots({ maxStreams: opts.maxStreams, maxStreamsPerPrincipal: opts.maxStreamsPerPrincipal })
-  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower, streams, unownedTasksBelongTo: opts.auth?.unownedTasksBelongTo })
+  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower, streams, unownedTasksBelongTo: opts.auth?.unownedTasksBelongTo, push })
   const recovery = new RecoveryService({ store, self: runner.self, log, leaseTtlMs: opts.leaseTtlMs, checkIntervalMs: opts.recoveryIntervalMs, saveTransition })
   const closing = new AbortController()
   return {
     store,
+    push,
     dispatcher,
     closing: closing.signal,
     ...(signer && { jwks: signer.jwks }),

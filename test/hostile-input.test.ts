@@ -988,6 +988,68 @@ t.test("the command refuses bad limit values with its usage and exit code 2, nam
   )
 })
 
+t.test("hostile push-config params, both versions and inline: -32602 (or -32001) naming the field, never a 5xx, and nothing stored", async (t) => {
+  const srv = await startAgent(t)
+  const { taskId } = await completedTask(t, srv)
+  const huge = "h".repeat(100_000)
+  const urls: Json[] = [
+    null, 42, [], {}, "", huge, "http://\u0000/", "javascript:alert(1)", "file:///etc/passwd", "http://[fe80::1%25eth0]/", "http://0/", "http://2130706433/",
+    "http://[::ffff:127.0.0.1]/", "http://[::]/", "http://127.0.0.1.nip.io.invalid/", "gopher://127.0.0.1:25/", "http://%31%32%37.0.0.1/", "https://xn--/",
+  ]
+  const configs: Json[] = [
+    ...urls.map((url) => ({ url })),
+    { url: "https://203.0.113.1/", token: 1 },
+    { url: "https://203.0.113.1/", token: "a\nb" },
+    { url: "https://203.0.113.1/", authentication: "Bearer x" },
+    { url: "https://203.0.113.1/", authentication: { scheme: ["Bearer"] } },
+    { url: "https://203.0.113.1/", authentication: { scheme: "Bearer", credentials: { toString: "x" } } },
+    { url: "https://203.0.113.1/", id: huge },
+    { url: "https://203.0.113.1/", id: 7 },
+    { url: "https://203.0.113.1/", authentication: { schemes: "Bearer" } },
+    { url: "https://203.0.113.1/", authentication: { schemes: [huge] } },
+    { __proto__: { url: "https://203.0.113.1/" } },
+  ]
+  const problems: string[] = []
+  const codes = new Set<number>()
+  const check = async (name: string, body: JsonObject, headers: HeaderMap) => {
+    const answer = await inject(srv, text(body), headers)
+    const problem = answerProblem(answer, text(body))
+    if (problem) problems.push(`${name}: ${problem}`)
+    const error = rpcError(answer)
+    if (error === undefined) problems.push(`${name}: accepted (${answer.body.slice(0, 120)})`)
+    else {
+      codes.add(error.code)
+      if (error.code !== -32602 && error.code !== -32001) problems.push(`${name}: ${error.code} ${error.message}`)
+      if (answer.body.length > 4000) problems.push(`${name}: echoed ${answer.body.length} characters`)
+    }
+  }
+  for (const [i, config] of configs.entries()) {
+    const flat = isObject(config) ? config : { url: config }
+    await check(`create10 #${i}`, request("CreateTaskPushNotificationConfig", { taskId, ...(flat) }), V1)
+    await check(`set03 #${i}`, request("tasks/pushNotificationConfig/set", { taskId, pushNotificationConfig: config }), JSON_TYPE)
+    await check(`inline10 #${i}`, request("SendMessage", { message: { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text: "x" }] }, configuration: { taskPushNotificationConfig: config } }), V1)
+    await check(`inline03 #${i}`, request("message/send", { message: { role: "user", parts: [{ kind: "text", text: "x" }] }, configuration: { pushNotificationConfig: config } }), JSON_TYPE)
+  }
+  for (const [name, params] of [
+    ["get10 no id", { taskId }],
+    ["get10 huge task id", { taskId: huge, id: "x" }],
+    ["list10 bad page size", { taskId, pageSize: -1 }],
+    ["list10 page size too big", { taskId, pageSize: 1e9 }],
+    ["list10 forged token", { taskId, pageToken: Buffer.from('{"after":7}').toString("base64url") }],
+    ["delete10 id array", { taskId, id: ["x"] }],
+  ] as Array<[string, JsonObject]>) {
+    const method = name.startsWith("get") ? "GetTaskPushNotificationConfig" : name.startsWith("list") ? "ListTaskPushNotificationConfigs" : "DeleteTaskPushNotificationConfig"
+    await check(name, request(method, params), V1)
+  }
+  await check("get03 config id object", request("tasks/pushNotificationConfig/get", { id: taskId, pushNotificationConfigId: {} }), JSON_TYPE)
+  await check("list03 no id", request("tasks/pushNotificationConfig/list", { taskId }), JSON_TYPE)
+  t.same(problems, [], "every hostile push request got -32602 or -32001 over HTTP 200")
+  t.ok(codes.has(-32602))
+  const listed = rpcResult(await inject(srv, text(request("ListTaskPushNotificationConfigs", { taskId })), V1))
+  t.same(listed, { configs: [], nextPageToken: "" }, "nothing was stored")
+  t.same(unhandled, [], "no unhandled rejection")
+})
+
 t.test("no unhandled rejection happened in the whole file", async (t) => {
   t.same(unhandled, [])
   assertNotPolluted(t)

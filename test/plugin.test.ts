@@ -90,7 +90,7 @@ t.test("the agent card carries the 1.0 and 0.3 fields and the host's card option
     preferredTransport: "JSONRPC",
     supportedInterfaces: [{ url: "http://127.0.0.1:9999/", protocolBinding: "JSONRPC", protocolVersion: "1.0" }],
     provider: { organization: "Acme" },
-    capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
+    capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: false },
     skills,
   })
   const fixed = await build(t, { url: "https://agents.acme.test/desk/" })

@@ -20,8 +20,9 @@ const DEFAULT_SKILL: AgentSkill = {
  * The agent card for an endpoint URL: the A2A 1.0 fields
  * (`supportedInterfaces`) and the 0.3 ones (`url`, `protocolVersion`,
  * `preferredTransport`), so both generations of client find the endpoint.
+ * `pushNotifications`: whether push is on (the store has the capability and the host left it on).
  */
-export function buildAgentCard(opts: CardOptions, endpointUrl: string): AgentCard {
+export function buildAgentCard(opts: CardOptions, endpointUrl: string, pushNotifications = false): AgentCard {
   return {
     name: opts.name ?? "toolnexus agent",
     description: opts.description ?? "An LLM agent with tools, served over A2A by toolnexus.",
@@ -34,7 +35,7 @@ export function buildAgentCard(opts: CardOptions, endpointUrl: string): AgentCar
       { url: endpointUrl, protocolBinding: "JSONRPC", protocolVersion: "0.3" },
     ],
     ...(opts.provider ? { provider: opts.provider } : {}),
-    capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
+    capabilities: { streaming: true, pushNotifications, extendedAgentCard: false },
     defaultInputModes: ["text/plain", "application/json"],
     defaultOutputModes: ["text/plain"],
     skills: opts.skills ?? [DEFAULT_SKILL],

@@ -5,7 +5,19 @@ import type { A2AMessage, A2ATask } from "../types.js"
 import { A2AError, ErrorCode, truncate, type JsonRpcErrorObject } from "./errors.js"
 import { eventQueue, type TaskEvent, type TaskEvents } from "./events.js"
 import type { StoreFollower } from "./follower.js"
-import { parseListTasksQuery, parseSendMessageParams, parseTaskIdParams, type SendMessageParams } from "./params.js"
+import {
+  inlinePushConfig,
+  parseListTasksQuery,
+  parsePushConfigCreate,
+  parsePushConfigDelete,
+  parsePushConfigList,
+  parsePushConfigRef,
+  parseSendMessageParams,
+  parseTaskIdParams,
+  type PushConfigInput,
+  type SendMessageParams,
+} from "./params.js"
+import { PushConfigs, type PushSettings } from "./push-configs.js"
 import { RenderedTasks } from "./rendered.js"
 import { isFinalForNow, isTerminal, type StartedTask, type TaskRunner } from "./runner.js"
 import { StreamSlots, type ReleaseSlot } from "./stream-slots.js"
@@ -63,6 +75,8 @@ interface DispatcherOptions {
   streams?: StreamSlots
   /** With authentication: the principal that owns the Tasks saved without an owner; omitted, nobody does. */
   unownedTasksBelongTo?: string
+  /** Push notifications, when on (the store has the capability and the host did not turn it off); omitted, the push methods answer -32003. */
+  push?: PushSettings
 }
 
 /** What a handler works with and may note about its call. */
@@ -81,24 +95,22 @@ interface Call {
 type Answer = { result: unknown } | { resultJson: string } | { stream: AsyncIterable<unknown> }
 type Handler = (params: unknown, call: Call) => Promise<Answer>
 
-const PUSH_METHODS = [
-  "CreateTaskPushNotificationConfig",
-  "GetTaskPushNotificationConfig",
-  "ListTaskPushNotificationConfigs",
-  "DeleteTaskPushNotificationConfig",
-  "tasks/pushNotificationConfig/set",
-  "tasks/pushNotificationConfig/get",
-  "tasks/pushNotificationConfig/list",
-  "tasks/pushNotificationConfig/delete",
-]
+/** An inline push config on its way in: stored before the Task's first save. */
+interface InlinePush {
+  configs: PushConfigs
+  config: PushConfigInput
+  field: string
+}
 
 export class JsonRpcDispatcher {
   private readonly methods: ReadonlyMap<string, Handler>
   private readonly rendered = new RenderedTasks()
   private readonly streams: StreamSlots
+  private readonly pushConfigs: PushConfigs | undefined
 
   constructor(private readonly opts: DispatcherOptions) {
     this.streams = opts.streams ?? new StreamSlots()
+    this.pushConfigs = opts.push && new PushConfigs(opts.push)
     const handlers: Record<string, Handler> = {
       SendMessage: (params, call) => this.sendMessage(params, call, false),
       SendStreamingMessage: (params, call) => this.sendMessage(params, call, true),
@@ -109,6 +121,10 @@ export class JsonRpcDispatcher {
       GetExtendedAgentCard: async () => {
         throw new A2AError(ErrorCode.UnsupportedOperation, "This agent has no extended agent card; read /.well-known/agent-card.json")
       },
+      CreateTaskPushNotificationConfig: (params, call) => this.createPushConfig(params, call),
+      GetTaskPushNotificationConfig: (params, call) => this.getPushConfig(params, call),
+      ListTaskPushNotificationConfigs: (params, call) => this.listPushConfigs(params, call),
+      DeleteTaskPushNotificationConfig: (params, call) => this.deletePushConfig(params, call),
     }
     const aliases: Record<string, string> = {
       "message/send": "SendMessage",
@@ -118,15 +134,15 @@ export class JsonRpcDispatcher {
       "tasks/cancel": "CancelTask",
       "tasks/resubscribe": "SubscribeToTask",
       "agent/getAuthenticatedExtendedCard": "GetExtendedAgentCard",
-    }
-    const pushUnsupported: Handler = async () => {
-      throw new A2AError(ErrorCode.PushNotificationNotSupported, "Push notifications are not supported by this agent; poll GetTask or stream with SendStreamingMessage")
+      "tasks/pushNotificationConfig/set": "CreateTaskPushNotificationConfig",
+      "tasks/pushNotificationConfig/get": "GetTaskPushNotificationConfig",
+      "tasks/pushNotificationConfig/list": "ListTaskPushNotificationConfigs",
+      "tasks/pushNotificationConfig/delete": "DeleteTaskPushNotificationConfig",
     }
     // A Map, so "constructor" or "__proto__" never find a handler.
     this.methods = new Map<string, Handler>([
       ...Object.entries(handlers),
       ...Object.entries(aliases).map(([alias, name]): [string, Handler] => [alias, handlers[name]]),
-      ...PUSH_METHODS.map((name): [string, Handler] => [name, pushUnsupported]),
     ])
   }
 
@@ -178,17 +194,15 @@ export class JsonRpcDispatcher {
   private async sendMessage(raw: unknown, call: Call, streaming: boolean): Promise<Answer> {
     const params = parseSendMessageParams(raw, call.codec.version)
     checkOutputModes(params)
-    if (hasPushConfig(raw)) {
-      throw new A2AError(ErrorCode.PushNotificationNotSupported, "Push notifications are not supported by this agent; leave out the push notification config")
-    }
+    const inline = await this.inlinePush(params)
     const message = messageFromWire(params.message)
     if (streaming) {
       return this.withStreamSlot(call, async () => {
-        const started = await this.startOrResume(message, call, true)
+        const started = await this.startOrResume(message, call, true, inline)
         return taskStream(started.task, closedOnAbort(started.events!, call.endSignal()), call.codec)
       })
     }
-    const started = await this.startOrResume(message, call, false)
+    const started = await this.startOrResume(message, call, false, inline)
     const config = params.configuration ?? {}
     // 0.3 answers at once unless asked to block; 1.0 blocks unless asked to return at once.
     const wait = call.codec.version === "0.3" ? config.blocking === true : config.returnImmediately !== true
@@ -196,8 +210,36 @@ export class JsonRpcDispatcher {
     return { result: call.codec.sendResult(withHistoryLength(task, config.historyLength)) }
   }
 
-  /** A new Task for the message, or the input-required Task it answers continued. */
-  private async startOrResume(message: A2AMessage, call: Call, watch: boolean): Promise<StartedTask> {
+  /** The inline push config of a send, its URL checked (a refused one starts no Task); -32003 when push is off. */
+  private async inlinePush(params: SendMessageParams): Promise<InlinePush | undefined> {
+    const inline = inlinePushConfig(params)
+    if (inline === undefined) return undefined
+    const configs = this.requirePush()
+    await configs.checkUrl(inline.config, inline.field)
+    return { configs, ...inline }
+  }
+
+  /** A new Task for the message, or the input-required Task it answers continued; an inline push config is stored before the Task's save. */
+  private async startOrResume(message: A2AMessage, call: Call, watch: boolean, inline?: InlinePush): Promise<StartedTask> {
+    let undo: (() => Promise<void>) | undefined
+    const beforeSave =
+      inline &&
+      (async (taskId: string) => {
+        const record = inline.configs.record(taskId, inline.config, call.codec.version)
+        const previous = await inline.configs.find(taskId, record.id)
+        await inline.configs.put(record, inline.field)
+        undo = () => (previous === undefined ? inline.configs.delete(record) : inline.configs.restore(previous))
+      })
+    try {
+      return await this.startOrResumeWith(message, call, watch, beforeSave)
+    } catch (err) {
+      // The Task's save did not land: the config it brought goes (one it replaced comes back).
+      await undo?.().catch((undoErr: unknown) => call.log.warn({ taskId: call.taskId, ...errorFields(undoErr) }, "push config of a failed send not removed"))
+      throw err
+    }
+  }
+
+  private async startOrResumeWith(message: A2AMessage, call: Call, watch: boolean, beforeSave?: (taskId: string) => Promise<void>): Promise<StartedTask> {
     let started: StartedTask
     if (message.taskId !== undefined) {
       call.taskId = message.taskId
@@ -211,9 +253,9 @@ export class JsonRpcDispatcher {
           `Task ${truncate(existing.id)} is ${existing.status.state} and takes no further messages; send a message without taskId to start a new task`,
         )
       }
-      started = await this.opts.runner.resume(existing, message, { principal: call.principal, historyOwners: this.ownersVisibleTo(call), watch })
+      started = await this.opts.runner.resume(existing, message, { principal: call.principal, historyOwners: this.ownersVisibleTo(call), watch, beforeSave })
     } else {
-      started = await this.opts.runner.start(message, { principal: call.principal, historyOwners: this.ownersVisibleTo(call), watch })
+      started = await this.opts.runner.start(message, { principal: call.principal, historyOwners: this.ownersVisibleTo(call), watch, beforeSave })
     }
     call.taskId = started.task.id
     return started
@@ -277,6 +319,48 @@ export class JsonRpcDispatcher {
         throw err
       }
     })
+  }
+
+  private async createPushConfig(raw: unknown, call: Call): Promise<Answer> {
+    const configs = this.requirePush()
+    const { taskId, config, field } = parsePushConfigCreate(raw, call.codec.version)
+    call.taskId = taskId
+    await this.read(taskId, call)
+    return { result: call.codec.pushConfig(await configs.create(taskId, config, call.codec.version, field)) }
+  }
+
+  private async getPushConfig(raw: unknown, call: Call): Promise<Answer> {
+    const configs = this.requirePush()
+    const ref = parsePushConfigRef(raw, call.codec.version)
+    call.taskId = ref.taskId
+    await this.read(ref.taskId, call)
+    return { result: call.codec.pushConfig(await configs.get(ref)) }
+  }
+
+  private async listPushConfigs(raw: unknown, call: Call): Promise<Answer> {
+    const configs = this.requirePush()
+    const page = parsePushConfigList(raw, call.codec.version)
+    call.taskId = page.taskId
+    await this.read(page.taskId, call)
+    const listed = await configs.list(page)
+    return { result: call.codec.pushConfigList(listed.configs, listed.nextPageToken) }
+  }
+
+  private async deletePushConfig(raw: unknown, call: Call): Promise<Answer> {
+    const configs = this.requirePush()
+    const ref = parsePushConfigDelete(raw, call.codec.version)
+    call.taskId = ref.taskId
+    await this.read(ref.taskId, call)
+    await configs.delete(ref)
+    return { result: null }
+  }
+
+  /** The push operations, or -32003 when push is off (a store without the capability, or `push: false`). */
+  private requirePush(): PushConfigs {
+    if (this.pushConfigs === undefined) {
+      throw new A2AError(ErrorCode.PushNotificationNotSupported, "Push notifications are not supported by this agent; poll GetTask or stream with SendStreamingMessage")
+    }
+    return this.pushConfigs
   }
 
   /**
@@ -408,11 +492,6 @@ function checkOutputModes(params: SendMessageParams): void {
   if (!modes || modes.length === 0) return
   if (modes.some((mode) => /^(text\/[\w.+-]+|text\/\*|\*\/\*|text)$/i.test(mode.trim()))) return
   throw new A2AError(ErrorCode.ContentTypeNotSupported, `This agent answers in text/plain, which acceptedOutputModes (${modes.slice(0, 5).join(", ")}) does not include`)
-}
-
-function hasPushConfig(raw: unknown): boolean {
-  const config = (raw as { configuration?: Record<string, unknown> }).configuration
-  return Boolean(config && (config.pushNotificationConfig || config.taskPushNotificationConfig))
 }
 
 

@@ -70,6 +70,57 @@ const message = {
   },
 } as const
 
+/** Push config limits: ours (the spec sets none), in characters. */
+export const PUSH_LIMITS = {
+  /** Configs one Task may have. */
+  configsPerTask: 10,
+  url: 2048,
+  token: 8192,
+  credentials: 8192,
+  scheme: 64,
+} as const
+/** What goes into an HTTP header: printable ASCII, so no line break or control character can reach the request. */
+const headerText = (maxLength: number) => ({ type: "string", maxLength, pattern: "^[\\x20-\\x7e]*$" }) as const
+/** An auth scheme is an HTTP token (RFC 9110): Bearer, Basic, ... */
+const scheme = { type: "string", minLength: 1, maxLength: PUSH_LIMITS.scheme, pattern: "^[!#$%&'*+.^_`|~0-9A-Za-z-]+$" } as const
+const pushUrl = { type: "string", minLength: 1, maxLength: PUSH_LIMITS.url } as const
+/** A config id may be "" (protobuf JSON's empty value): the server then gives one. */
+const configId = { type: "string", maxLength: MAX_ID } as const
+
+/** 1.0 TaskPushNotificationConfig: flat, `authentication: {scheme, credentials}`. */
+const pushConfig10 = {
+  type: "object",
+  required: ["url"],
+  properties: {
+    tenant: { type: "string", maxLength: MAX_ID },
+    id: configId,
+    taskId: { type: "string", maxLength: MAX_ID },
+    url: pushUrl,
+    token: headerText(PUSH_LIMITS.token),
+    authentication: {
+      type: "object",
+      required: ["scheme"],
+      properties: { scheme, credentials: headerText(PUSH_LIMITS.credentials) },
+    },
+  },
+} as const
+
+/** 0.3 PushNotificationConfig: `authentication: {schemes: [...], credentials}`. */
+const pushConfig03 = {
+  type: "object",
+  required: ["url"],
+  properties: {
+    id: configId,
+    url: pushUrl,
+    token: headerText(PUSH_LIMITS.token),
+    authentication: {
+      type: "object",
+      required: ["schemes"],
+      properties: { schemes: { type: "array", minItems: 1, maxItems: 16, items: scheme }, credentials: headerText(PUSH_LIMITS.credentials) },
+    },
+  },
+} as const
+
 const sendMessageSchema = {
   type: "object",
   required: ["message"],
@@ -82,10 +133,26 @@ const sendMessageSchema = {
         returnImmediately: { type: "boolean" },
         historyLength: { type: "integer", minimum: 0 },
         acceptedOutputModes: { type: "array", items: { type: "string" } },
+        taskPushNotificationConfig: pushConfig10,
+        pushNotificationConfig: pushConfig03,
       },
     },
     metadata,
   },
+} as const
+
+const pushSchemas = {
+  create10: { ...pushConfig10, required: ["taskId", "url"], properties: { ...pushConfig10.properties, taskId: id } },
+  set03: { type: "object", required: ["taskId", "pushNotificationConfig"], properties: { taskId: id, pushNotificationConfig: pushConfig03, metadata } },
+  get10: { type: "object", required: ["taskId", "id"], properties: { tenant: { type: "string", maxLength: MAX_ID }, taskId: id, id } },
+  get03: { type: "object", required: ["id"], properties: { id, pushNotificationConfigId: configId, metadata } },
+  list10: {
+    type: "object",
+    required: ["taskId"],
+    properties: { tenant: { type: "string", maxLength: MAX_ID }, taskId: id, pageSize: { type: "integer", minimum: 0, maximum: MAX_PAGE_SIZE }, pageToken: { type: "string", maxLength: 4096 } },
+  },
+  list03: { type: "object", required: ["id"], properties: { id, metadata } },
+  delete03: { type: "object", required: ["id", "pushNotificationConfigId"], properties: { id, pushNotificationConfigId: id, metadata } },
 } as const
 
 const taskIdSchema = {
@@ -110,8 +177,52 @@ const listTasksSchema = {
 
 export interface SendMessageParams {
   message: WireMessage
-  configuration?: { blocking?: boolean; returnImmediately?: boolean; historyLength?: number; acceptedOutputModes?: string[] }
+  configuration?: {
+    blocking?: boolean
+    returnImmediately?: boolean
+    historyLength?: number
+    acceptedOutputModes?: string[]
+    taskPushNotificationConfig?: PushConfig10
+    pushNotificationConfig?: PushConfig03
+  }
   metadata?: JsonObject
+}
+
+interface PushConfig10 {
+  id?: string
+  taskId?: string
+  url: string
+  token?: string
+  authentication?: { scheme: string; credentials?: string }
+}
+
+interface PushConfig03 {
+  id?: string
+  url: string
+  token?: string
+  authentication?: { schemes: string[]; credentials?: string }
+}
+
+/** A push config as a request gives it, either version, in one form; `id` absent when the server is to choose it. */
+export interface PushConfigInput {
+  id?: string
+  url: string
+  token?: string
+  authentication?: { scheme: string; credentials?: string }
+}
+
+/** Which Task's config a Get, Delete or List is about. */
+export interface PushConfigRef {
+  taskId: string
+  /** Absent for a 0.3 get without pushNotificationConfigId (meaning the config whose id is the Task's). */
+  id?: string
+}
+
+export interface PushConfigPage {
+  taskId: string
+  /** Absent: all (a 0.3 list, or 1.0 without pageSize). */
+  pageSize?: number
+  pageToken?: string
 }
 
 interface TaskIdParams {
@@ -134,6 +245,76 @@ const validators = {
   sendMessage: ajv.compile<SendMessageParams>(sendMessageSchema),
   taskId: ajv.compile<TaskIdParams>(taskIdSchema),
   listTasks: ajv.compile<ListTasksParams>(listTasksSchema),
+  create10: ajv.compile<PushConfig10 & { taskId: string }>(pushSchemas.create10),
+  set03: ajv.compile<{ taskId: string; pushNotificationConfig: PushConfig03 }>(pushSchemas.set03),
+  get10: ajv.compile<{ taskId: string; id: string }>(pushSchemas.get10),
+  get03: ajv.compile<{ id: string; pushNotificationConfigId?: string }>(pushSchemas.get03),
+  list10: ajv.compile<{ taskId: string; pageSize?: number; pageToken?: string }>(pushSchemas.list10),
+  list03: ajv.compile<{ id: string }>(pushSchemas.list03),
+  delete03: ajv.compile<{ id: string; pushNotificationConfigId: string }>(pushSchemas.delete03),
+}
+
+/** A config from either version's form; empty strings (protobuf JSON's unset) count as absent. */
+function pushConfigInput(config: PushConfig10 | PushConfig03): PushConfigInput {
+  const input: PushConfigInput = { url: config.url }
+  if (config.id !== undefined && config.id !== "") input.id = config.id
+  if (config.token !== undefined && config.token !== "") input.token = config.token
+  const auth = config.authentication
+  if (auth !== undefined) {
+    // A 0.3 config may name several schemes; the first is the one used, as the official SDK does.
+    const scheme = "schemes" in auth ? auth.schemes[0] : auth.scheme
+    input.authentication = auth.credentials !== undefined && auth.credentials !== "" ? { scheme, credentials: auth.credentials } : { scheme }
+  }
+  return input
+}
+
+/** CreateTaskPushNotificationConfig (1.0: the flat config) or tasks/pushNotificationConfig/set (0.3: `{taskId, pushNotificationConfig}`). */
+export function parsePushConfigCreate(raw: unknown, version: WireVersion): { taskId: string; config: PushConfigInput; field: string } {
+  if (version === "1.0") {
+    const params = check(validators.create10, raw)
+    return { taskId: params.taskId, config: pushConfigInput(params), field: "params" }
+  }
+  const params = check(validators.set03, raw)
+  return { taskId: params.taskId, config: pushConfigInput(params.pushNotificationConfig), field: "params.pushNotificationConfig" }
+}
+
+/** The inline config of SendMessage / SendStreamingMessage, if any, with the field it came in. */
+export function inlinePushConfig(params: SendMessageParams): { config: PushConfigInput; field: string } | undefined {
+  const configuration = params.configuration
+  if (configuration?.taskPushNotificationConfig !== undefined) {
+    return { config: pushConfigInput(configuration.taskPushNotificationConfig), field: "params.configuration.taskPushNotificationConfig" }
+  }
+  if (configuration?.pushNotificationConfig !== undefined) {
+    return { config: pushConfigInput(configuration.pushNotificationConfig), field: "params.configuration.pushNotificationConfig" }
+  }
+  return undefined
+}
+
+/** GetTaskPushNotificationConfig `{taskId, id}` (1.0) or tasks/pushNotificationConfig/get `{id, pushNotificationConfigId?}` (0.3). */
+export function parsePushConfigRef(raw: unknown, version: WireVersion): PushConfigRef {
+  if (version === "1.0") {
+    const { taskId, id } = check(validators.get10, raw)
+    return { taskId, id }
+  }
+  const { id, pushNotificationConfigId } = check(validators.get03, raw)
+  return pushNotificationConfigId === undefined || pushNotificationConfigId === "" ? { taskId: id } : { taskId: id, id: pushNotificationConfigId }
+}
+
+/** DeleteTaskPushNotificationConfig: the same as Get in 1.0; in 0.3 pushNotificationConfigId is required. */
+export function parsePushConfigDelete(raw: unknown, version: WireVersion): Required<PushConfigRef> {
+  if (version === "1.0") return check(validators.get10, raw)
+  const { id, pushNotificationConfigId } = check(validators.delete03, raw)
+  return { taskId: id, id: pushNotificationConfigId }
+}
+
+/** ListTaskPushNotificationConfigs `{taskId, pageSize?, pageToken?}` (1.0; pageSize 0 is unset) or tasks/pushNotificationConfig/list `{id}` (0.3). */
+export function parsePushConfigList(raw: unknown, version: WireVersion): PushConfigPage {
+  if (version === "0.3") return { taskId: check(validators.list03, raw).id }
+  const { taskId, pageSize, pageToken } = check(validators.list10, raw)
+  const page: PushConfigPage = { taskId }
+  if (pageSize !== undefined && pageSize > 0) page.pageSize = pageSize
+  if (pageToken !== undefined && pageToken !== "") page.pageToken = pageToken
+  return page
 }
 
 /**
@@ -231,6 +412,12 @@ function describe(error: ErrorObject | undefined): A2AError {
       break
     case "enum":
       wanted = `must be one of ${(error.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(", ")}`
+      break
+    case "pattern":
+      wanted = error.params.pattern === scheme.pattern ? "must be an HTTP authentication scheme such as Bearer or Basic" : "must be printable ASCII: it is sent in an HTTP header"
+      break
+    case "maxLength":
+      wanted = `must be at most ${error.params.limit} characters`
       break
     case "const":
       wanted = `must be ${JSON.stringify(error.params.allowedValue)}`

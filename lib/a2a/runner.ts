@@ -42,6 +42,8 @@ interface StartOptions {
   historyOwners?: ReadonlyArray<string | null>
   /** Subscribe to the task's events before it starts (for streams). */
   watch?: boolean
+  /** Runs once the Task's id is known, before its first save: an inline push config is stored there, so no notification is missed. */
+  beforeSave?: (taskId: string) => Promise<void>
 }
 
 /** A started or resumed task: the Task as first saved, and what it settles into. */
@@ -167,6 +169,7 @@ export class TaskRunner {
     if (bytes > this.maxTaskBytes) {
       throw this.tooLarge(`params.message makes a Task of ${bytes} bytes`, "send a smaller message, or split it over several tasks")
     }
+    await opts.beforeSave?.(id)
     try {
       await this.save(task)
     } catch (err) {
@@ -203,6 +206,7 @@ export class TaskRunner {
     // Held while the save is awaited, so a second follow-up meanwhile is told the Task is already running.
     const record = this.register(resumed, bytes, opts, true)
     try {
+      await opts.beforeSave?.(task.id)
       await this.save(resumed)
     } catch (err) {
       this.running.delete(task.id)

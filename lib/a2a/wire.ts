@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { publicMetadata, publicTask } from "../internals.js"
 import { copyWith } from "../objects.js"
+import type { PushConfigRecord } from "../stores/push-store.js"
 import type { A2AArtifact, A2AMessage, A2APart, A2ATask, A2ATaskStatus, JsonObject, TaskState } from "../types.js"
 import { A2AError, ErrorCode } from "./errors.js"
 import type { TaskEvent } from "./events.js"
@@ -149,6 +150,34 @@ export interface WireCodec {
   streamEvent(event: TaskEvent | { type: "task"; task: A2ATask }, final: boolean): unknown
   /** A JSON-RPC error object in this version's form. */
   error(error: A2AError): { code: number; message: string; data?: unknown }
+  /** A push config, as Create/Get answer it. */
+  pushConfig(config: PushConfigRecord): unknown
+  /** ListTaskPushNotificationConfigs' result (0.3: a bare array, no paging). */
+  pushConfigList(configs: PushConfigRecord[], nextPageToken: string): unknown
+}
+
+/** 1.0 TaskPushNotificationConfig: flat, one auth scheme. */
+function pushConfigToV1(config: PushConfigRecord): JsonObject {
+  const out: JsonObject = { id: config.id, taskId: config.taskId, url: config.url }
+  put(out, "token", config.token)
+  if (config.authentication !== undefined) {
+    const authentication: JsonObject = { scheme: config.authentication.scheme }
+    put(authentication, "credentials", config.authentication.credentials)
+    out.authentication = authentication
+  }
+  return out
+}
+
+/** 0.3 TaskPushNotificationConfig: `{taskId, pushNotificationConfig}`, schemes as a list. */
+function pushConfigTo03(config: PushConfigRecord): JsonObject {
+  const inner: JsonObject = { id: config.id, url: config.url }
+  put(inner, "token", config.token)
+  if (config.authentication !== undefined) {
+    const authentication: JsonObject = { schemes: [config.authentication.scheme] }
+    put(authentication, "credentials", config.authentication.credentials)
+    inner.authentication = authentication
+  }
+  return { taskId: config.taskId, pushNotificationConfig: inner }
 }
 
 const codec03: WireCodec = {
@@ -162,6 +191,8 @@ const codec03: WireCodec = {
     return { kind: "status-update", taskId: task.id, contextId: task.contextId, status: task.status, final }
   },
   error: (error) => error.toJSON(),
+  pushConfig: pushConfigTo03,
+  pushConfigList: (configs) => configs.map(pushConfigTo03),
 }
 
 const ERROR_REASONS: Record<number, string> = {
@@ -200,6 +231,8 @@ const codec10: WireCodec = {
       data: [errorInfo(ERROR_REASONS[error.code] ?? "UNKNOWN", metadata)],
     }
   },
+  pushConfig: pushConfigToV1,
+  pushConfigList: (configs, nextPageToken) => ({ configs: configs.map(pushConfigToV1), nextPageToken }),
 }
 
 function errorInfo(reason: string, metadata: Record<string, string> | undefined): JsonObject {
