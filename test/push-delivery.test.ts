@@ -496,3 +496,33 @@ t.test("a store that fails to record a delivery: logged, and the notification is
   t.equal(later.length, 1, "still in the outbox: due again once the claim has run out")
   t.equal(later[0].item.key, hook.received[0].headers["idempotency-key"], "the same notification, with its key")
 })
+
+t.test("end to end: an inline config of each version gets every transition of its Task, in that version's shape, with its own headers", async (t) => {
+  const hook = await receiver(t)
+  const store = new InMemoryTaskStore()
+  const app = await a2aApp(t, { client: createLocalClient(() => "the answer"), store, push: { allow: [hook.host] } })
+  const v10 = await injectRpc(
+    app,
+    rpc("SendMessage", { message: { messageId: "m1", role: "ROLE_USER", parts: [{ text: "hi" }] }, configuration: { taskPushNotificationConfig: { url: hook.url("/v10"), token: "tok-10", authentication: { scheme: "Bearer", credentials: "cred-10" } } } }),
+    { "a2a-version": "1.0" },
+  )
+  const v03 = await injectRpc(app, rpc("SendMessage", { message: userMessage("hi"), configuration: { blocking: true, pushNotificationConfig: { url: hook.url("/v03"), token: "tok-03", authentication: { schemes: ["Basic", "Bearer"], credentials: "dTpw" } } } }))
+  const id10 = v10.json().result.task.id
+  const id03 = v03.json().result.id
+  await waitFor(() => hook.received.length === 8, 5000, "four notifications per Task")
+  const at = (path: string) => hook.received.filter((r) => r.path === path)
+  t.same(
+    at("/v10").map((r) => r.json.statusUpdate?.status.state ?? (r.json.artifactUpdate ? "artifact" : "?")),
+    ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "artifact", "TASK_STATE_COMPLETED"],
+  )
+  for (const r of at("/v10")) {
+    t.equal(r.json.statusUpdate?.taskId ?? r.json.artifactUpdate.taskId, id10)
+    t.match(r.headers, { "content-type": "application/a2a+json", authorization: "Bearer cred-10", "x-a2a-notification-token": "tok-10" })
+  }
+  t.same(at("/v03").map((r) => r.json.status.state), ["submitted", "working", "completed", "completed"])
+  for (const r of at("/v03")) {
+    t.equal(r.json.id, id03)
+    t.match(r.headers, { "content-type": "application/json", authorization: "Basic dTpw", "x-a2a-notification-token": "tok-03" })
+  }
+  t.equal(new Set(hook.received.map((r) => r.headers["idempotency-key"])).size, 8, "eight notifications, eight keys")
+})
