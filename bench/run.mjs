@@ -29,6 +29,7 @@ const settings = {
   growthSeconds: 2,
   growth: (process.env.BENCH_GROWTH ?? "1000,10000,100000").split(",").map(Number),
   listTasks: Number(process.env.BENCH_LIST_TASKS ?? 10_000),
+  pushTasks: Number(process.env.BENCH_PUSH_TASKS ?? 500),
   profileSeconds: 5,
 }
 
@@ -64,6 +65,7 @@ try {
   results.fileStore = await fileStoreOps()
   results.memory = await memoryPerTasks()
   results.fileList = await fileStoreList()
+  results.push = await pushDelivery()
   results.growth = await fileStoreGrowth()
   results.profiles = await profiles()
   results.wallSeconds = (performance.now() - started) / 1000
@@ -176,6 +178,20 @@ async function fileStoreList() {
   await stopChild(child)
   await fsp.rm(dir, { recursive: true, force: true })
   log(`file store at ${info.count} tasks: context lookup ${info.contextMs.toFixed(2)} ms, ListTasks page ${info.pageMs.toFixed(2)} ms, index ${info.heapPerTask.toFixed(0)} B/task`)
+  return info
+}
+
+/** Push notifications to a local receiver: ours through the outbox against the SDK's sender, and save-to-webhook latency. */
+async function pushDelivery() {
+  log(`push notifications: ${settings.pushTasks} tasks x 4 state changes to a local receiver`)
+  const dir = path.join(scratch, "push")
+  const { child, info } = await startChild(path.join(here, "push.mjs"), [dir, String(settings.pushTasks), "4", "500", String(settings.rounds)], { timeoutMs: 600_000 })
+  await stopChild(child)
+  await fsp.rm(dir, { recursive: true, force: true })
+  log(
+    `push: ours (memory) ${info.memoryPerSecond.toFixed(0)}/s${info.filePerSecond === undefined ? "" : `, ours (file) ${info.filePerSecond.toFixed(0)}/s`}, SDK ${info.sdkPerSecond.toFixed(0)}/s; ` +
+      `state change to webhook p50 ${info.latencyP50Ms.toFixed(2)} ms, p99 ${info.latencyP99Ms.toFixed(2)} ms`,
+  )
   return info
 }
 

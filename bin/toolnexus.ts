@@ -45,7 +45,7 @@ log.info(
     ...(config.unownedTasksBelongTo && { unownedTasksBelongTo: config.unownedTasksBelongTo }),
     ...(config.timeouts && { timeouts: config.timeouts }),
     ...config.streams,
-    ...(config.push && { pushAllow: config.push.allow }),
+    ...(config.push && { pushAllow: config.push.allow, pushSigned: config.push.signingKey !== undefined }),
   },
   "toolnexus agent listening",
 )

@@ -1,8 +1,10 @@
+import { readFileSync } from "node:fs"
 import { parseArgs } from "node:util"
 import { createClient, createLocalClient, type Client, type ClientOptions } from "./client/client.js"
 import { MAX_TIMER_MS, parseDuration } from "./duration.js"
 import { allowList } from "./push/guard.js"
 import type { PushOptions } from "./push/options.js"
+import { loadSigningKey } from "./push/signer.js"
 import type { RetentionOptions } from "./stores/retention.js"
 import { isPlainHttpUrl, withoutPassword } from "./url-credentials.js"
 
@@ -76,6 +78,17 @@ Limits (durations in ms, or with a unit: "30s", "2m", "500ms"):
                        webhook hosts push notifications may reach though they resolve to
                        loopback or private addresses; a port narrows it to that port
                        (TOOLNEXUS_PUSH_ALLOW; default none)
+  --push-signing-key FILE
+                       sign every push notification with this private key (PEM or JWK;
+                       Ed25519, P-256 or RSA); its public half is served at
+                       /.well-known/jwks.json (TOOLNEXUS_PUSH_SIGNING_KEY; default unsigned)
+  --push-timeout D     a webhook must answer within D, or the POST is retried
+                       (TOOLNEXUS_PUSH_TIMEOUT, default 10s)
+  --push-max-age D     an undelivered notification older than D goes to the dead letters
+                       (TOOLNEXUS_PUSH_MAX_AGE, default 24h)
+  --push-max-attempts N
+                       ... and so does one that failed N times (TOOLNEXUS_PUSH_MAX_ATTEMPTS;
+                       default: no limit, its age decides)
   -h, --help           this text
 
 Secrets come from the environment only (never flags, so they stay out of ps):
@@ -113,6 +126,10 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
       "stream-heartbeat": { type: "string" },
       "unowned-tasks-belong-to": { type: "string" },
       "push-allow": { type: "string" },
+      "push-signing-key": { type: "string" },
+      "push-timeout": { type: "string" },
+      "push-max-age": { type: "string" },
+      "push-max-attempts": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -170,6 +187,13 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
       throw new Error(`--push-allow: ${(err as Error).message}`, { cause: err })
     }
   }
+  const push = definedOnly({
+    ...(pushAllow !== undefined && pushAllow.length > 0 ? { allow: pushAllow } : {}),
+    signingKey: signingKeyFile(setting("push-signing-key")),
+    timeoutMs: durationFlag("push-timeout", setting("push-timeout")),
+    maxAge: maxAgeFlag(setting("push-max-age")),
+    maxAttempts: countFlag("push-max-attempts", setting("push-max-attempts")),
+  })
   return {
     host: values.host ?? env.TOOLNEXUS_HOST ?? "127.0.0.1",
     port,
@@ -182,7 +206,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     ...(unownedTasksBelongTo !== undefined ? { unownedTasksBelongTo } : {}),
     ...(timeouts ? { timeouts } : {}),
     ...(streams ? { streams } : {}),
-    ...(pushAllow !== undefined && pushAllow.length > 0 ? { push: { allow: pushAllow } } : {}),
+    ...(push ? { push: push } : {}),
     logFormat,
   }
 }
@@ -197,6 +221,31 @@ function durationFlag(flag: string, text: string | undefined): number | undefine
   return ms
 }
 
+/** --push-max-age: a duration, no upper bound (it is compared with ages, never set as a timer). Throws naming the flag. */
+function maxAgeFlag(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined
+  const ms = /^\s*\d+\s*$/.test(text) ? Number(text) : parseDuration(text)
+  if (ms === undefined || !(ms >= 1)) throw new Error(`--push-max-age should be a duration such as "24h", "90m" or "7d", got ${JSON.stringify(text)}`)
+  return ms
+}
+
+/** --push-signing-key: the key file's text, checked to be a signing key; its content never appears in an error. */
+function signingKeyFile(file: string | undefined): string | undefined {
+  if (file === undefined) return undefined
+  let text: string
+  try {
+    text = readFileSync(file, "utf8")
+  } catch (err) {
+    throw new Error(`--push-signing-key ${JSON.stringify(file)} could not be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err })
+  }
+  try {
+    loadSigningKey(text, "--push-signing-key")
+  } catch (err) {
+    throw new Error(`${(err as Error).message} (file ${JSON.stringify(file)})`, { cause: err })
+  }
+  return text
+}
+
 /** A count flag: a whole number of 1 or more. Throws naming the flag. */
 function countFlag(flag: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined
@@ -206,7 +255,7 @@ function countFlag(flag: string, text: string | undefined): number | undefined {
 }
 
 /** The object without its undefined fields; undefined when none is left. */
-function definedOnly<T extends Record<string, number | undefined>>(fields: T): Partial<T> | undefined {
+function definedOnly<T extends Record<string, unknown>>(fields: T): Partial<T> | undefined {
   const set = Object.entries(fields).filter(([, value]) => value !== undefined)
   return set.length === 0 ? undefined : (Object.fromEntries(set) as Partial<T>)
 }

@@ -6,6 +6,7 @@ import { createAuthentication } from "./authenticate.js"
 import { agentCardHandler, CARD_PATH } from "./card-route.js"
 import { answerHttpError } from "./http-errors.js"
 import { JSON_TYPES, jsonRpcHandler } from "./jsonrpc-route.js"
+import { JWKS_PATH, jwksHandler } from "./jwks-route.js"
 import { createAgent } from "./lifecycle.js"
 import { checkOptions, DEFAULT_BODY_LIMIT, DEFAULT_STREAM_HEARTBEAT_MS, FASTIFY_PLUGIN_TIMEOUT_MS, type ToolnexusA2AOptions } from "./options.js"
 import { registerRateLimit } from "./rate-limit.js"
@@ -64,6 +65,7 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
           heartbeatMs: opts.streamHeartbeatMs ?? DEFAULT_STREAM_HEARTBEAT_MS,
         }),
       )
+      if (agent.jwks) routes.get(JWKS_PATH, jwksHandler(agent.jwks))
       routes.get(CARD_PATH, agentCardHandler({ card: opts, url: opts.url, prefix: routes.prefix, usesTokens: auth?.usesTokens ?? false, pushNotifications: agent.push !== undefined }))
     },
     { prefix: ownPrefix ? (opts.prefix ?? "") : "" },

@@ -5,8 +5,11 @@ import type { PushSettings } from "../lib/a2a/push-configs.js"
 import { RecoveryService } from "../lib/a2a/recovery.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
 import { StreamSlots } from "../lib/a2a/stream-slots.js"
+import { transitionSaver } from "../lib/a2a/transitions.js"
 import type { Logger } from "../lib/log.js"
-import { pushAllowList } from "../lib/push/options.js"
+import { pushAllowList, senderSettings } from "../lib/push/options.js"
+import { PushSender } from "../lib/push/sender.js"
+import { createPushSigner, type Jwks } from "../lib/push/signer.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import { CLOSE_MARGIN_MS, DEFAULT_SHUTDOWN_GRACE_MS, graceWithin, openStore, type ToolnexusA2AOptions } from "./options.js"
 
@@ -18,11 +21,13 @@ interface Agent {
   dispatcher: JsonRpcDispatcher
   /** Aborts once running tasks have had their grace on close, so streams still open end too. */
   closing: AbortSignal
-  /** Starts following other servers' changes, then recovers the Tasks a dead server left. */
+  /** The push signing key's public half, when push is on with a signing key: served as the JWKS. */
+  jwks?: Jwks
+  /** Starts following other servers' changes, then recovers the Tasks a dead server left, then starts push delivery. */
   onReady: () => Promise<void>
   /** Lets running tasks finish (up to the grace period), then ends open streams. */
   preClose: () => Promise<void>
-  /** Stops recovery and following, and closes the store if the plugin opened it. */
+  /** Stops recovery, following and push delivery, and closes the store if the plugin opened it. */
   onClose: () => Promise<void>
 }
 
@@ -40,6 +45,12 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
   }
   const { store, ownsStore } = await openStore(opts.store, log, opts.retention)
   const events = new TaskEvents()
+  // Push is on when the store has the capability and the host did not turn it off; every state change then enqueues its notifications.
+  const pushOptions = opts.push === false ? undefined : opts.push
+  const push: PushSettings | undefined = opts.push !== false && store.push !== undefined ? { store: store.push, allow: pushAllowList(pushOptions) } : undefined
+  const signer = push && pushOptions?.signingKey !== undefined ? await createPushSigner(pushOptions.signingKey, opts.url ?? opts.name ?? "toolnexus") : undefined
+  let sender: PushSender | undefined
+  const saveTransition = transitionSaver(store, push && { store: push.store, enqueued: () => sender?.wake() })
   const runner = new TaskRunner({
     store,
     client: opts.client,
@@ -49,21 +60,24 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
     maxRunning: opts.maxRunningTasks,
     maxQueued: opts.maxQueuedTasks,
     maxTaskBytes: opts.maxTaskBytes,
+    saveTransition,
   })
+  if (push) sender = new PushSender({ ...senderSettings(pushOptions), store: push.store, log, instance: runner.self.instance, signer })
   const follower = new StoreFollower({ store, runner, log })
   const streams = new StreamSlots({ maxStreams: opts.maxStreams, maxStreamsPerPrincipal: opts.maxStreamsPerPrincipal })
-  const push: PushSettings | undefined = opts.push !== false && store.push !== undefined ? { store: store.push, allow: pushAllowList(opts.push) } : undefined
   const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower, streams, unownedTasksBelongTo: opts.auth?.unownedTasksBelongTo, push })
-  const recovery = new RecoveryService({ store, self: runner.self, log, leaseTtlMs: opts.leaseTtlMs, checkIntervalMs: opts.recoveryIntervalMs })
+  const recovery = new RecoveryService({ store, self: runner.self, log, leaseTtlMs: opts.leaseTtlMs, checkIntervalMs: opts.recoveryIntervalMs, saveTransition })
   const closing = new AbortController()
   return {
     store,
     push,
     dispatcher,
     closing: closing.signal,
+    ...(signer && { jwks: signer.jwks }),
     onReady: async () => {
       await follower.start()
       if (opts.recoverInterrupted !== false) await recovery.start()
+      await sender?.start()
     },
     // A preClose hook, so blocking requests waiting on a task end before the server waits on them.
     preClose: async () => {
@@ -73,6 +87,8 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
     onClose: async () => {
       await recovery.stop()
       await follower.close()
+      // After the runner's last saves (preClose), which it has been sending; before the store closes under it.
+      await sender?.stop()
       if (ownsStore) await store.close?.()
     },
   }

@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process"
+import { generateKeyPairSync } from "node:crypto"
 import fs from "node:fs"
 import { connect } from "node:net"
 import os from "node:os"
@@ -147,6 +148,29 @@ t.test("parseCli: --push-allow / TOOLNEXUS_PUSH_ALLOW, HOST[:PORT] entries comma
   t.equal(push([], { TOOLNEXUS_PUSH_ALLOW: "" }), undefined, "an empty variable is unset")
   t.throws(() => parseCli(["--push-allow", "http://hooks.internal/"], {}), /^--push-allow: push allow-list entry "http:\/\/hooks\.internal\/" is not a host name or address; write HOST or HOST:PORT/)
   t.throws(() => parseCli([], { TOOLNEXUS_PUSH_ALLOW: "x:0" }), /^--push-allow: .*has a port outside 1-65535/)
+})
+
+t.test("parseCli: push delivery flags (--push-signing-key FILE, --push-timeout, --push-max-age, --push-max-attempts) and their variables", async (t) => {
+  const push = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
+    const config = parseCli(argv, env)
+    return config === "help" ? undefined : config.push
+  }
+  const dir = tmpDir(t)
+  const keyFile = path.join(dir, "push-key.pem")
+  const pem = generateKeyPairSync("ed25519").privateKey.export({ type: "pkcs8", format: "pem" }) as string
+  fs.writeFileSync(keyFile, pem)
+  t.same(push(["--push-signing-key", keyFile]), { signingKey: pem }, "the file's text, for the plugin's signingKey")
+  t.same(push([], { TOOLNEXUS_PUSH_SIGNING_KEY: keyFile, TOOLNEXUS_PUSH_ALLOW: "hooks.internal" }), { allow: ["hooks.internal"], signingKey: pem })
+  t.same(push(["--push-timeout", "5s", "--push-max-age", "2d", "--push-max-attempts", "12"]), { timeoutMs: 5000, maxAge: 172_800_000, maxAttempts: 12 })
+  t.same(push([], { TOOLNEXUS_PUSH_TIMEOUT: "250", TOOLNEXUS_PUSH_MAX_AGE: "90m" }), { timeoutMs: 250, maxAge: 5_400_000 })
+  t.throws(() => parseCli(["--push-signing-key", path.join(dir, "missing.pem")], {}), /^--push-signing-key ".*missing\.pem" could not be read: ENOENT/)
+  const notAKey = path.join(dir, "not-a-key.pem")
+  fs.writeFileSync(notAKey, "-----BEGIN PRIVATE KEY-----\nSECRETBYTES\n-----END PRIVATE KEY-----\n")
+  const err = t.throws(() => parseCli(["--push-signing-key", notAKey], {}), /^--push-signing-key should be a private key for signing/) as Error
+  t.notOk(err.message.includes("SECRETBYTES"), "the file's content is never in the error")
+  t.throws(() => parseCli(["--push-timeout", "soon"], {}), /^--push-timeout should be a duration/)
+  t.throws(() => parseCli(["--push-max-age", "0"], {}), /^--push-max-age should be a duration/)
+  t.throws(() => parseCli(["--push-max-attempts", "0"], {}), /^--push-max-attempts should be a whole number of 1 or more/)
 })
 
 t.test("parseCli: --unowned-tasks-belong-to names a principal of TOOLNEXUS_TOKENS", async (t) => {

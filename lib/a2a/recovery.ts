@@ -5,6 +5,7 @@ import { MAX_PAGE_SIZE } from "../stores/list.js"
 import { TaskConflictError, type LeaseBook, type TaskStore } from "../stores/task-store.js"
 import type { A2ATask, TaskState } from "../types.js"
 import { agentMessage } from "./conversation.js"
+import type { SaveTransition } from "./transitions.js"
 
 /** Says whether the process that wrote `runner` may still be running the task. */
 type LivenessCheck = (runner: RunnerId, self: RunnerId) => boolean | Promise<boolean>
@@ -44,6 +45,8 @@ export async function recoverInterrupted(opts: {
   isAlive?: LivenessCheck
   signal?: AbortSignal
   onAlive?: (runner: RunnerId) => void
+  /** How the failed state is saved (with push on, with its notification); default `store.save`. */
+  saveTransition?: SaveTransition
 }): Promise<string[]> {
   const { store, self, log } = opts
   const isAlive = opts.isAlive ?? sameHostLiveness
@@ -84,7 +87,7 @@ export async function recoverInterrupted(opts: {
         },
       }
       try {
-        await store.save(recovered)
+        await (opts.saveTransition ?? ((task: A2ATask) => store.save(task)))(recovered)
         failed.push(task.id)
         log.warn({ taskId: task.id, state: "failed", previousState: state, deadPid: runner.pid }, "recovered a task interrupted by a stopped server")
       } catch (err) {
@@ -104,6 +107,8 @@ interface RecoveryOptions {
   leaseTtlMs?: number
   /** Without leases: how often the processes of unfinished Tasks are checked again (default 5000 ms). */
   checkIntervalMs?: number
+  /** How a recovered Task's failed state is saved; default `store.save`. */
+  saveTransition?: SaveTransition
 }
 
 /**
@@ -211,7 +216,7 @@ export class RecoveryService {
       const started = performance.now()
       const neighbours = new Map<string, RunnerId>()
       try {
-        await recoverInterrupted({ store, self, log, isAlive: this.isAlive, signal: this.stopping.signal, onAlive: (runner) => neighbours.set(runner.instance, runner) })
+        await recoverInterrupted({ store, self, log, saveTransition: this.opts.saveTransition, isAlive: this.isAlive, signal: this.stopping.signal, onAlive: (runner) => neighbours.set(runner.instance, runner) })
         this.neighbours = neighbours
       } catch (err) {
         log.error(errorFields(err), "could not look for tasks interrupted by a stopped server")

@@ -13,6 +13,7 @@ import { DEFAULT_MAX_TASK_BYTES, jsonBytes, jsonBytesAtMost } from "./task-size.
 import { currentRunner, internalsOf, ownersVisibleTo, retireRunner, withInternals, type RunnerId } from "../internals.js"
 import { copyWith } from "../objects.js"
 import { MAX_TIMER_MS } from "../duration.js"
+import type { SaveTransition } from "./transitions.js"
 
 interface TaskRunnerOptions {
   store: TaskStore
@@ -26,6 +27,8 @@ interface TaskRunnerOptions {
   maxQueued?: number
   /** Largest Task, in UTF-8 bytes of its JSON: a message that would pass it is refused, an answer that would is not kept (default 4 MiB). */
   maxTaskBytes?: number
+  /** How each state change is written (with push on, with its notifications: transitionSaver); default `store.save`. */
+  saveTransition?: SaveTransition
 }
 
 /** Who asked for a task, and whether they want its events. */
@@ -139,8 +142,11 @@ export class TaskRunner {
   private readonly maxRunning: number
   private readonly maxQueued: number
   private readonly maxTaskBytes: number
+  /** The one way a state change is saved: every save below goes through it. */
+  private readonly save: SaveTransition
 
   constructor(private readonly opts: TaskRunnerOptions) {
+    this.save = opts.saveTransition ?? ((task) => opts.store.save(task))
     this.maxRunning = opts.maxRunning ?? 32
     this.maxQueued = opts.maxQueued ?? 1000
     this.maxTaskBytes = opts.maxTaskBytes ?? DEFAULT_MAX_TASK_BYTES
@@ -165,7 +171,7 @@ export class TaskRunner {
     }
     await opts.beforeSave?.(id)
     try {
-      await this.opts.store.save(task)
+      await this.save(task)
     } catch (err) {
       if (err instanceof StoreFullError) throw this.storeFull(err, opts.principal)
       throw err
@@ -201,7 +207,7 @@ export class TaskRunner {
     const record = this.register(resumed, bytes, opts, true)
     try {
       await opts.beforeSave?.(task.id)
-      await this.opts.store.save(resumed)
+      await this.save(resumed)
     } catch (err) {
       this.running.delete(task.id)
       if (err instanceof StoreFullError) throw this.storeFull(err, opts.principal)
@@ -256,7 +262,7 @@ export class TaskRunner {
     // Not running here: waiting for input, or left behind by a process that stopped.
     const canceled: A2ATask = { ...task, status: { state: "canceled", timestamp: now(), message: agentMessage(task, "Canceled at the peer's request") } }
     try {
-      await this.opts.store.save(canceled)
+      await this.save(canceled)
     } catch (err) {
       if (!(err instanceof TaskConflictError)) throw err
       throw new A2AError(ErrorCode.TaskNotCancelable, `Task ${truncate(id)} was ${err.stored.status.state} meanwhile and cannot be canceled`, { taskId: truncate(id) })
@@ -471,7 +477,7 @@ export class TaskRunner {
   private async tryFinalSave(pending: PendingFinalSave): Promise<void> {
     const { record, final, artifact } = pending
     try {
-      await this.opts.store.save(final)
+      await this.save(final, artifact)
       this.pendingFinalSaves.delete(pending)
       record.task = final
       this.published(final, artifact)
@@ -488,7 +494,7 @@ export class TaskRunner {
 
   private async transition(record: Running, next: A2ATask, artifact?: A2AArtifact): Promise<void> {
     try {
-      await this.opts.store.save(next)
+      await this.save(next, artifact)
     } catch (err) {
       if (err instanceof TaskConflictError) this.endedElsewhere(record, err.stored)
       throw err

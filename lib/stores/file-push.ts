@@ -61,8 +61,8 @@ export interface FilePushHost {
   stored(id: string): Promise<A2ATask | undefined>
   /** Runs `write` in the Task's write order (after its saves and deletes called before). */
   inOrder<T>(id: string, write: () => Promise<T>): Promise<T>
-  /** The store's save, with the event's notifications (it calls `prepare` inside the write order). */
-  saveWithEvent(task: A2ATask, event: PushEvent | undefined): Promise<void>
+  /** The store's save, with the events' notifications (it calls `prepare` inside the write order). */
+  saveWithEvent(task: A2ATask, events: readonly PushEvent[]): Promise<void>
 }
 
 /** What a save does about push: the pushSeq the Task carries, and how to take its notifications back if the save fails. */
@@ -190,18 +190,19 @@ export class FilePushStore implements PushStore {
     })
   }
 
-  saveWithEvent(task: A2ATask, event?: PushEvent): Promise<void> {
-    return this.host.saveWithEvent(task, event)
+  saveWithEvent(task: A2ATask, ...events: PushEvent[]): Promise<void> {
+    return this.host.saveWithEvent(task, events)
   }
 
   /**
    * For a save of Task `taskId` (called in its write order, the store open):
    * undefined when the Task has no push directory (the save goes on as it
-   * would without push); else the pushSeq to save the Task with, the event's
-   * notifications written and synced (none without configs or event), and
+   * would without push); else the pushSeq to save the Task with (its last
+   * event's), the events' notifications written and synced, one seq each in
+   * order (none without configs or events), and
    * the notifications of saves that never landed removed.
    */
-  async prepare(taskId: string, event: string | undefined, now: number): Promise<PushPlan | undefined> {
+  async prepare(taskId: string, events: readonly string[], now: number): Promise<PushPlan | undefined> {
     const dirName = taskFileName(taskId)
     if (!this.known.has(dirName)) return undefined
     const dir = path.join(this.root, dirName)
@@ -218,26 +219,28 @@ export class FilePushStore implements PushStore {
     // In this write order no other save of ours is under way: above the stored seq, ours are from saves that failed.
     const orphans = items.filter((item) => item.seq > stored && (item.pid === process.pid || !isProcessAlive(item.pid)))
     for (const orphan of orphans) await this.remove(path.join(dir, orphan.name))
-    const configs = event === undefined ? [] : await this.configsIn(dir, names)
+    const configs = events.length === 0 ? [] : await this.configsIn(dir, names)
     if (configs.length === 0) return { seq: stored, undo: async () => {} }
-    const seq = Math.max(stored, ...items.map((item) => item.seq)) + 1
+    const first = Math.max(stored, ...items.map((item) => item.seq)) + 1
     const written: string[] = []
     const undo = async () => {
       for (const file of written) await this.remove(file).catch(() => {})
     }
     try {
-      for (const config of configs) {
-        const item = { ...newOutboxItem(taskId, config.id, seq, JSON.parse(event!) as PushEvent, now) }
-        const file = path.join(dir, `${ITEM}${padded(seq)}-${process.pid}-${configFileName(config.id)}`)
-        await this.writeNew(file, JSON.stringify(item))
-        written.push(file)
+      for (const [i, event] of events.entries()) {
+        for (const config of configs) {
+          const item = newOutboxItem(taskId, config.id, first + i, JSON.parse(event) as PushEvent, now)
+          const file = path.join(dir, `${ITEM}${padded(first + i)}-${process.pid}-${configFileName(config.id)}`)
+          await this.writeNew(file, JSON.stringify(item))
+          written.push(file)
+        }
       }
       await this.syncDir(dir)
     } catch (err) {
       await undo()
       throw err
     }
-    return { seq, undo }
+    return { seq: first + events.length - 1, undo }
   }
 
   /** Removes a deleted Task's push directory (configs, notifications, dead letters). */

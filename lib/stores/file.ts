@@ -17,7 +17,7 @@ import { WriteOrder } from "./write-order.js"
 import type { FileStat, FileSystem, FileSystemHandle } from "./file-system.js"
 import { NextRun } from "./next-run.js"
 import { FilePushStore } from "./file-push.js"
-import { eventText } from "./push-records.js"
+import { eventTexts } from "./push-records.js"
 import type { PushEvent, PushStore } from "./push-store.js"
 import { withPushSeq } from "../internals.js"
 
@@ -172,7 +172,7 @@ export class FileTaskStore implements TaskStore {
       open: () => this.open(),
       stored: (id) => this.get(id),
       inOrder: (id, write) => this.writes.run(id, write),
-      saveWithEvent: (task, event) => this.saveWithEvent(task, event),
+      saveWithEvent: (task, events) => this.saveWithEvent(task, events),
     })
     // Never closed: close() only waits, and the store stays usable after it.
     this.directory = new OpenOnce(async () => {
@@ -274,23 +274,23 @@ export class FileTaskStore implements TaskStore {
   }
 
   save(task: A2ATask): Promise<void> {
-    return this.saveWithEvent(task, undefined)
+    return this.saveWithEvent(task, [])
   }
 
   /**
-   * save(), and for a Task with push configs the event's notifications,
-   * written before the Task, which carries their seq (see FilePushStore).
+   * save(), and for a Task with push configs the events' notifications,
+   * written before the Task, which carries the last one's seq (see FilePushStore).
    */
-  private saveWithEvent(task: A2ATask, event: PushEvent | undefined): Promise<void> {
+  private saveWithEvent(task: A2ATask, events: readonly PushEvent[]): Promise<void> {
     let file: string
     let text: string
-    let notified: string | undefined
+    let notified: string[]
     try {
       assertTask(task, "FileTaskStore")
       file = this.fileFor(task.id)
       // Serialize now, so a caller mutating the Task after save() cannot change what lands on disk.
       text = JSON.stringify(task)
-      notified = eventText(event, task, "FileTaskStore")
+      notified = eventTexts(events, task, "FileTaskStore")
     } catch (err) {
       return Promise.reject(err)
     }

@@ -147,26 +147,29 @@ export class MemoryPushStore implements PushStore {
     this.dropChannel(channelKey(taskId, id))
   }
 
-  async saveWithEvent(task: A2ATask, event?: PushEvent): Promise<void> {
+  async saveWithEvent(task: A2ATask, ...events: PushEvent[]): Promise<void> {
     // One synchronous step: no other call can run between the save and the enqueue.
     const overridden = this.host.save(task)
     if (overridden !== undefined) await overridden
     const ofTask = this.configs.get(task.id)
-    if (event === undefined || ofTask === undefined) return
-    const json = JSON.stringify(event)
-    const stored: StoredEvent = { json, bytes: textHeapBytes(json) }
+    if (events.length === 0 || ofTask === undefined) return
     const owner = ownerOf(task)
-    const seq = (this.seqs.get(task.id) ?? 0) + 1
-    this.seqs.set(task.id, seq)
     const now = Date.now()
-    for (const configId of [...ofTask.keys()].sort()) {
-      const key = randomUUID()
-      this.items.set(key, { item: { key, taskId: task.id, configId, seq, attempts: 0, notBefore: now, enqueuedAt: now }, event: stored, owner })
-      const channel = channelKey(task.id, configId)
-      const held = this.channels.get(channel)
-      if (held === undefined) this.channels.set(channel, { keys: [key] })
-      else held.keys.push(key)
-      this.countOutbox(owner, ITEM_HEAP_BYTES + stored.bytes)
+    const configIds = [...ofTask.keys()].sort()
+    for (const event of events) {
+      const json = JSON.stringify(event)
+      const stored: StoredEvent = { json, bytes: textHeapBytes(json) }
+      const seq = (this.seqs.get(task.id) ?? 0) + 1
+      this.seqs.set(task.id, seq)
+      for (const configId of configIds) {
+        const key = randomUUID()
+        this.items.set(key, { item: { key, taskId: task.id, configId, seq, attempts: 0, notBefore: now, enqueuedAt: now }, event: stored, owner })
+        const channel = channelKey(task.id, configId)
+        const held = this.channels.get(channel)
+        if (held === undefined) this.channels.set(channel, { keys: [key] })
+        else held.keys.push(key)
+        this.countOutbox(owner, ITEM_HEAP_BYTES + stored.bytes)
+      }
     }
     this.makeRoom(owner)
   }

@@ -37,7 +37,7 @@ export interface NatsPushHost {
   purgeSubjects(filters: string[]): Promise<void>
   /** The stored Task, or undefined. */
   readTask(id: string): Promise<A2ATask | undefined>
-  saveWithEvent(task: A2ATask, event: PushEvent | undefined): Promise<void>
+  saveWithEvent(task: A2ATask, events: readonly PushEvent[]): Promise<void>
   /** Runs `write` in the Task's write order. */
   inOrder<T>(id: string, write: () => Promise<T>): Promise<T>
   /** The key of a Task or config id (natsKey). */
@@ -142,8 +142,8 @@ export class NatsPushStore implements PushStore {
     }
   }
 
-  saveWithEvent(task: A2ATask, event?: PushEvent): Promise<void> {
-    return this.host.saveWithEvent(task, event)
+  saveWithEvent(task: A2ATask, ...events: PushEvent[]): Promise<void> {
+    return this.host.saveWithEvent(task, events)
   }
 
   /** Writes the event's notification for each config at `seq`, before the Task's save. */

@@ -12,7 +12,7 @@ import { TaskConflictError, type LeaseBook, type TaskStore } from "./task-store.
 import { WriteOrder } from "./write-order.js"
 import { pushSeqOf, withPushSeq } from "../internals.js"
 import { NatsPushStore } from "./nats-push.js"
-import { eventText } from "./push-records.js"
+import { eventTexts } from "./push-records.js"
 import type { PushEvent, PushStore } from "./push-store.js"
 
 export interface NatsTaskStoreOptions extends TaskStoreOptions {
@@ -181,7 +181,7 @@ export class NatsTaskStore implements TaskStore {
       },
       purgeSubjects: (filters) => this.purgeSubjects(`${this.bucket}_push`, filters),
       readTask: (id) => this.get(id),
-      saveWithEvent: (task, event) => this.saveWithEvent(task, event),
+      saveWithEvent: (task, events) => this.saveWithEvent(task, events),
       inOrder: (id, write) => this.writes.run(id, write),
       keyOf: natsKey,
       watchPuts: (filter, onPut) => this.watchPushPuts(filter, onPut),
@@ -197,17 +197,17 @@ export class NatsTaskStore implements TaskStore {
   }
 
   save(task: A2ATask): Promise<void> {
-    return this.saveWithEvent(task, undefined)
+    return this.saveWithEvent(task, [])
   }
 
-  /** save(), and with an event its notifications, written before the Task, which carries their seq (see NatsPushStore). */
-  private async saveWithEvent(task: A2ATask, event: PushEvent | undefined): Promise<void> {
+  /** save(), and with events their notifications, written before the Task, which carries the last one's seq (see NatsPushStore). */
+  private async saveWithEvent(task: A2ATask, events: readonly PushEvent[]): Promise<void> {
     this.assertOpen()
     assertTask(task, "NatsTaskStore")
     const key = natsKey(task.id)
     // Serialized now, so a caller mutating the Task after save() cannot change what is stored.
     const text = JSON.stringify(task)
-    const notified = eventText(event, task, "NatsTaskStore")
+    const notified = eventTexts(events, task, "NatsTaskStore")
     const givenSeq = pushSeqOf(task)
     return this.writes.run(task.id, () => this.write(task.id, key, text, givenSeq, notified))
   }
@@ -414,10 +414,10 @@ export class NatsTaskStore implements TaskStore {
    * Notifications of an attempt that did not land are left above the stored
    * pushSeq, never sent: the next attempt (or save) writes its own over them.
    */
-  private async write(id: string, key: string, text: string, givenSeq: number, event: string | undefined): Promise<void> {
+  private async write(id: string, key: string, text: string, givenSeq: number, events: readonly string[]): Promise<void> {
     const { tasks } = await this.connection.get()
     // The configs are read beside the Task, so a Task without them costs no extra round trip.
-    const configsRead = event === undefined ? undefined : withContext(`read the push configs of task ${quote(id)}`, () => this.pushBook.configsOf(id))
+    const configsRead = events.length === 0 ? undefined : withContext(`read the push configs of task ${quote(id)}`, () => this.pushBook.configsOf(id))
     configsRead?.catch(() => {}) // awaited below; a failure rejects the save there
     for (let attempt = 1; ; attempt++) {
       const entry = await withContext(`read task ${quote(id)}`, () => tasks.get(key))
@@ -425,9 +425,12 @@ export class NatsTaskStore implements TaskStore {
       const stored = entry?.operation === "PUT" ? this.taskIn(entry, id) : undefined
       if (stored && TERMINAL_STATES.has(stored.status.state)) throw new TaskConflictError(id, stored)
       let seq = stored === undefined ? 0 : pushSeqOf(stored)
-      if (event !== undefined && configs !== undefined && configs.length > 0) {
-        seq += 1
-        await withContext(`enqueue the push notifications of task ${quote(id)}`, () => this.pushBook.enqueue(id, configs, seq, event, Date.now()))
+      if (configs !== undefined && configs.length > 0) {
+        for (const event of events) {
+          seq += 1
+          const at = seq
+          await withContext(`enqueue the push notifications of task ${quote(id)}`, () => this.pushBook.enqueue(id, configs, at, event, Date.now()))
+        }
       }
       const value = new TextEncoder().encode(seq === givenSeq ? text : JSON.stringify(withPushSeq(JSON.parse(text) as A2ATask, seq)))
       try {

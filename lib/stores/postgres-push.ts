@@ -83,17 +83,20 @@ export function pushCleanupCtes(table: string): string {
 /**
  * The save statement with its notifications: `written` is the save's CTE
  * (the upsert with the terminal-state guard, RETURNING id). Parameters after
- * the save's eight: $9 the event (jsonb), $10 now in ms, $11 the outbox
- * channel, NOTIFYed once at commit when anything was enqueued.
+ * the save's eight: $9 the events (a jsonb array, in order), $10 now in ms,
+ * $11 the outbox channel, NOTIFYed once at commit when anything was
+ * enqueued. Rows are inserted event by event, so each config's seq follows
+ * the events' order.
  */
 export function saveWithEventSql(table: string, written: string): string {
   const { configs, outbox } = pushTables(table)
   return `WITH written AS (${written}),
           queued AS (
             INSERT INTO ${outbox} (key, task_id, config_id, event, not_before, enqueued_at)
-            SELECT gen_random_uuid()::text, c.task_id, c.id, $9::jsonb, $10, $10
+            SELECT gen_random_uuid()::text, c.task_id, c.id, e.event, $10, $10
               FROM written JOIN ${configs} c ON c.task_id = written.id
-             ORDER BY c.id
+             CROSS JOIN LATERAL jsonb_array_elements($9::jsonb) WITH ORDINALITY AS e(event, n)
+             ORDER BY e.n, c.id
             RETURNING seq)
           SELECT pg_notify($7, w.id), (SELECT count(*) FROM (SELECT pg_notify($11, $1) FROM queued LIMIT 1) AS woken)
             FROM written w`
@@ -119,8 +122,8 @@ interface OutboxRow {
 export interface PostgresPushHost {
   table: string
   pool(): Promise<PgQueryable>
-  /** The store's save, with the event enqueued by the same statement. */
-  saveWithEvent(task: A2ATask, event: PushEvent | undefined): Promise<void>
+  /** The store's save, with the events enqueued by the same statement. */
+  saveWithEvent(task: A2ATask, events: readonly PushEvent[]): Promise<void>
   /** LISTEN on the outbox channel (the store's change listener for it). */
   watchOutbox(onDue: () => void): Promise<() => Promise<void>>
 }
@@ -161,8 +164,8 @@ export class PostgresPushStore implements PushStore {
     await pool.query(this.sql.deleteConfig, [textKey(taskId), textKey(String(id))])
   }
 
-  saveWithEvent(task: A2ATask, event?: PushEvent): Promise<void> {
-    return this.host.saveWithEvent(task, event)
+  saveWithEvent(task: A2ATask, ...events: PushEvent[]): Promise<void> {
+    return this.host.saveWithEvent(task, events)
   }
 
   async claim(instance: string, limit: number, leaseMs: number, now: number): Promise<PushClaim[]> {

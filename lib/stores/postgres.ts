@@ -11,7 +11,7 @@ import { TaskConflictError, type LeaseBook, type TaskStore } from "./task-store.
 import { WriteOrder } from "./write-order.js"
 import { ESCAPED, fromTextKey, jsonbDocument, taskFrom, textKey } from "./postgres-text.js"
 import { PostgresPushStore, pushCleanupCtes, pushSchemaSql, pushTables, saveWithEventSql } from "./postgres-push.js"
-import { eventText } from "./push-records.js"
+import { eventTexts } from "./push-records.js"
 import type { PushEvent, PushStore } from "./push-store.js"
 
 export interface PostgresTaskStoreOptions extends TaskStoreOptions {
@@ -241,7 +241,7 @@ export class PostgresTaskStore implements TaskStore {
         this.assertOpen()
         return this.pool()
       },
-      saveWithEvent: (task, event) => this.saveWithEvent(task, event),
+      saveWithEvent: (task, events) => this.saveWithEvent(task, events),
       watchOutbox: (onDue) => {
         this.assertOpen()
         return this.outboxListener.add(() => onDue())
@@ -267,17 +267,18 @@ export class PostgresTaskStore implements TaskStore {
   }
 
   save(task: A2ATask): Promise<void> {
-    return this.saveWithEvent(task, undefined)
+    return this.saveWithEvent(task, [])
   }
 
-  /** save(), and with an event its notifications, enqueued by the same statement (see PostgresPushStore). */
-  private saveWithEvent(task: A2ATask, event: PushEvent | undefined): Promise<void> {
+  /** save(), and with events their notifications, enqueued by the same statement (see PostgresPushStore). */
+  private saveWithEvent(task: A2ATask, events: readonly PushEvent[]): Promise<void> {
     try {
       this.assertOpen()
       // Everything is read from the Task before the first await: a caller changing it after save() changes nothing stored.
       const row = rowOf(task)
-      const notified = eventText(event, task, "PostgresTaskStore")
-      return this.writes.run(task.id, () => this.write(task.id, row, notified === undefined ? undefined : jsonbDocument(notified)))
+      const notified = eventTexts(events, task, "PostgresTaskStore")
+      // The events as one jsonb array, in order: the statement enqueues them in it.
+      return this.writes.run(task.id, () => this.write(task.id, row, notified.length === 0 ? undefined : `[${notified.map(jsonbDocument).join(",")}]`))
     } catch (err) {
       return Promise.reject(err)
     }

@@ -51,12 +51,13 @@ export function checkedEvent(event: PushEvent, store: string): PushEvent {
   return event
 }
 
-/** An event as JSON text, fixed when the save is called (a caller changing its Task later changes nothing stored). */
-export function eventText(event: PushEvent | undefined, task: A2ATask, store: string): string | undefined {
-  if (event === undefined) return undefined
-  checkedEvent(event, store)
-  if (event.task.id !== task.id) throw new TypeError(`${store}.push.saveWithEvent: event.task should be the Task saved (${JSON.stringify(task.id.slice(0, 128))})`)
-  return JSON.stringify(event)
+/** The events of a save as JSON texts, in order, fixed when the save is called (a caller changing its Task later changes nothing stored). */
+export function eventTexts(events: readonly PushEvent[], task: A2ATask, store: string): string[] {
+  return events.map((event) => {
+    checkedEvent(event, store)
+    if (event.task.id !== task.id) throw new TypeError(`${store}.push.saveWithEvent: event.task should be the Task saved (${JSON.stringify(task.id.slice(0, 128))})`)
+    return JSON.stringify(event)
+  })
 }
 
 /** A 16-digit, zero-padded number: names that sort as the numbers do. */

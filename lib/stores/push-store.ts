@@ -20,19 +20,22 @@ export interface PushStore {
   deleteConfig(taskId: string, id: string): Promise<void>
   /**
    * Saves the Task as `TaskStore.save` does (the same checks and refusals,
-   * TaskConflictError included) and, when `event` is given, enqueues one
-   * notification of it for every config the Task has, in the Task's order.
+   * TaskConflictError included) and enqueues, for every config the Task has,
+   * one notification of each event given, in the order given (a completion
+   * reports its artifact, then its status: one save, two events), after the
+   * Task's earlier ones. No event: a plain save.
    * Both land or neither does, as a reader of the store sees it: no
    * acknowledged save is left without its notifications, and no notification
    * reports a save that did not land (a store may write the notifications
    * first and treat them as pending until the Task's save is seen).
    */
-  saveWithEvent(task: A2ATask, event?: PushEvent): Promise<void>
+  saveWithEvent(task: A2ATask, ...events: PushEvent[]): Promise<void>
   /**
    * Takes up to `limit` notifications that are due (`notBefore` <= `now`)
    * for `instance` for `leaseMs`: for each config of each Task only the
-   * lowest `seq` still in the outbox, and none another instance holds under
-   * an unexpired lease. A claim not settled (ack, retryLater, deadLetter)
+   * lowest `seq` still in the outbox, and none held under an unexpired lease
+   * (by another instance or by this one: a notification under way is not
+   * handed out twice). A claim not settled (ack, retryLater, deadLetter)
    * before its lease ends can be taken again, by any instance.
    */
   claim(instance: string, limit: number, leaseMs: number, now: number): Promise<PushClaim[]>

@@ -1,0 +1,167 @@
+// Child: push notifications delivered to a local receiver (a plain node http server in this process, answering
+// 200 at once), ours with the durable outbox (the memory store; the file store when it has the push capability)
+// against the SDK's DefaultPushNotificationSender (fire-and-forget, one attempt, no outbox) on the same receiver.
+// Rate: TASKS Tasks with one webhook each, EVENTS state changes each, saved as fast as the store takes them; the
+// clock stops when the receiver has every notification. Latency: one state change at a time, from the call that
+// saves it to the receiver's request, on the memory store.
+// argv: <dir> <tasks> <events> <latency samples> <rounds>
+import fsp from "node:fs/promises"
+import http from "node:http"
+import path from "node:path"
+import { StreamResponse } from "@a2a-js/sdk"
+import { DefaultPushNotificationSender, InMemoryPushNotificationStore, ServerCallContext } from "@a2a-js/sdk/server"
+import { FileTaskStore, InMemoryTaskStore } from "../dist/index.js"
+import { transitionSaver } from "../dist/lib/a2a/transitions.js"
+import { allowList } from "../dist/lib/push/guard.js"
+import { PushSender } from "../dist/lib/push/sender.js"
+import { median } from "./stats.mjs"
+
+const [dir, tasksArg = "500", eventsArg = "4", samplesArg = "500", roundsArg = "3"] = process.argv.slice(2)
+const TASKS = Number(tasksArg)
+const EVENTS = Number(eventsArg)
+const SAMPLES = Number(samplesArg)
+const ROUNDS = Number(roundsArg)
+const STATES = ["submitted", "working", "input-required", "working", "completed"]
+
+/** The receiver: counts requests, and calls `onRequest` for each as it arrives. */
+const receiver = { count: 0, onRequest: () => {} }
+const server = http.createServer((req, res) => {
+  req.resume()
+  req.on("end", () => {
+    receiver.count++
+    receiver.onRequest()
+    res.end()
+  })
+})
+await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve))
+const port = server.address().port
+const url = `http://127.0.0.1:${port}/hook`
+
+function until(count) {
+  return new Promise((resolve) => {
+    receiver.onRequest = () => receiver.count >= count && resolve()
+    if (receiver.count >= count) resolve()
+  })
+}
+
+const task = (id, state) => ({ id, contextId: `ctx-${id}`, kind: "task", status: { state, timestamp: new Date().toISOString() }, history: [] })
+const config = (taskId) => ({ taskId, id: "hook", version: "1.0", url, createdAt: new Date().toISOString() })
+
+/** Ours: TASKS × EVENTS state changes through the outbox, and how long until the receiver has them all. */
+async function oursRate(store, label) {
+  const sender = new PushSender({ store: store.push, log: silent, instance: `bench-${label}`, allow: allowList([`127.0.0.1:${port}`]) })
+  await sender.start()
+  const save = transitionSaver(store, { store: store.push, enqueued: () => sender.wake() })
+  const prefix = `${label}-${Math.random().toString(36).slice(2)}`
+  const ids = Array.from({ length: TASKS }, (_, i) => `${prefix}-${i}`)
+  for (const id of ids) {
+    await store.save(task(id, "submitted"))
+    await store.push.putConfig(config(id))
+  }
+  const start = receiver.count
+  const t0 = performance.now()
+  // Each Task's changes in order, the Tasks side by side, as a busy server makes them.
+  await Promise.all(ids.map(async (id) => {
+    for (let e = 0; e < EVENTS; e++) await save(task(id, STATES[(e % (STATES.length - 1)) + 1]))
+  }))
+  await until(start + TASKS * EVENTS)
+  const seconds = (performance.now() - t0) / 1000
+  await sender.stop()
+  return (TASKS * EVENTS) / seconds
+}
+
+/**
+ * The SDK: the same changes handed to DefaultPushNotificationSender.send, as its request handler does (not
+ * awaited). It writes a console line per notification; those are silenced here, so the terminal is not measured.
+ */
+async function sdkRate() {
+  const store = new InMemoryPushNotificationStore()
+  const sender = new DefaultPushNotificationSender(store, { timeout: 10_000 })
+  const context = new ServerCallContext({ requestedVersion: "1.0" })
+  const prefix = `sdk-${Math.random().toString(36).slice(2)}`
+  const ids = Array.from({ length: TASKS }, (_, i) => `${prefix}-${i}`)
+  for (const id of ids) await store.save(id, context, { taskId: id, id: "hook", url, token: "", tenant: "" })
+  const start = receiver.count
+  const t0 = performance.now()
+  for (let e = 0; e < EVENTS; e++) {
+    for (const id of ids) {
+      const event = StreamResponse.fromJSON({ statusUpdate: { taskId: id, contextId: `ctx-${id}`, status: { state: "TASK_STATE_WORKING", timestamp: new Date().toISOString() } } })
+      void sender.send(event, context)
+    }
+  }
+  await until(start + TASKS * EVENTS)
+  return (TASKS * EVENTS) / ((performance.now() - t0) / 1000)
+}
+
+/** Runs `work` with console.log and console.info silenced. */
+async function quietly(work) {
+  const { log, info } = console
+  console.log = console.info = () => {}
+  try {
+    return await work()
+  } finally {
+    Object.assign(console, { log, info })
+  }
+}
+
+/** From the save of one state change to the receiver's request, one at a time, on the memory store. */
+async function latency() {
+  const store = new InMemoryTaskStore()
+  const sender = new PushSender({ store: store.push, log: silent, instance: "bench-latency", allow: allowList([`127.0.0.1:${port}`]) })
+  await sender.start()
+  const save = transitionSaver(store, { store: store.push, enqueued: () => sender.wake() })
+  const id = "latency"
+  await store.save(task(id, "submitted"))
+  await store.push.putConfig(config(id))
+  const samples = []
+  for (let i = 0; i < SAMPLES + 20; i++) {
+    const arrived = until(receiver.count + 1)
+    const t0 = performance.now()
+    await save(task(id, i % 2 === 0 ? "working" : "input-required"))
+    await arrived
+    // The first few warm the connection and the JIT.
+    if (i >= 20) samples.push(performance.now() - t0)
+  }
+  await sender.stop()
+  return { p50: percentile(samples, 50), p99: percentile(samples, 99) }
+}
+
+/** The value below which `p` percent of the samples fall (nearest rank). */
+function percentile(values, p) {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]
+}
+
+const silent = { debug() {}, info() {}, warn() {}, error() {}, child: () => silent }
+
+try {
+  await fsp.mkdir(dir, { recursive: true })
+  const rows = { memory: [], file: [], sdk: [] }
+  const fileHasPush = new FileTaskStore(path.join(dir, "probe")).push !== undefined
+  // Alternating rounds, so a machine that slows down part-way hurts every side alike.
+  for (let round = 0; round < ROUNDS; round++) {
+    rows.memory.push(await oursRate(new InMemoryTaskStore(), "memory"))
+    if (fileHasPush) {
+      const store = new FileTaskStore(path.join(dir, `round-${round}`))
+      rows.file.push(await oursRate(store, "file"))
+      await store.close()
+    }
+    rows.sdk.push(await quietly(sdkRate))
+  }
+  const lat = await latency()
+  server.close()
+  process.send({
+    ready: true,
+    tasks: TASKS,
+    events: EVENTS,
+    rounds: ROUNDS,
+    samples: SAMPLES,
+    memoryPerSecond: median(rows.memory),
+    filePerSecond: fileHasPush ? median(rows.file) : undefined,
+    sdkPerSecond: median(rows.sdk),
+    latencyP50Ms: lat.p50,
+    latencyP99Ms: lat.p99,
+  })
+} catch (err) {
+  process.send({ error: String(err?.stack ?? err) })
+}

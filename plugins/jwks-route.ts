@@ -1,0 +1,15 @@
+import type { RouteHandlerMethod } from "fastify"
+import type { Jwks } from "../lib/push/signer.js"
+
+/** Where receivers of signed notifications find the public key, beside the agent card. */
+export const JWKS_PATH = "/.well-known/jwks.json"
+
+/** `GET /.well-known/jwks.json`: the push signing key's public half; registered only when a key is set. */
+export function jwksHandler(jwks: Jwks): RouteHandlerMethod {
+  const body = JSON.stringify(jwks)
+  return async function jwksDocument(_request, reply) {
+    // Receivers cache it; a key rotation is a restart, and five minutes is how long a receiver may keep an old key.
+    reply.header("cache-control", "public, max-age=300").type("application/jwk-set+json")
+    return body
+  }
+}
