@@ -106,6 +106,25 @@ export function pushStoreContract(name: string, harness: PushHarness): void {
     t.same(await push.claim("i-1", 10, LONG_LEASE, Date.now()), [], "the outbox is empty")
   })
 
+  t.test(`${name}: one save with several events enqueues each, in the order given, for every config`, async (t) => {
+    const { store } = await harness.make(t)
+    const push = pushOf(store)
+    await store.save(sampleTask("t-1"))
+    await push.putConfig(config("t-1", "a"))
+    await push.putConfig(config("t-1", "b"))
+    const done = sampleTask("t-1", "completed")
+    // A completion: its artifact, then its status, in one save.
+    await push.saveWithEvent(done, { kind: "artifact", task: done, artifactIndex: 0 }, event(done))
+    const kinds = async () => {
+      const claims = await push.claim("i-1", 10, LONG_LEASE, Date.now())
+      for (const claim of claims) await push.ack(claim)
+      return claims.map((c) => `${c.item.configId}:${c.item.event.kind}`).sort()
+    }
+    t.same(await kinds(), ["a:artifact", "b:artifact"], "each channel's artifact first")
+    t.same(await kinds(), ["a:status", "b:status"], "then its status")
+    t.same(await kinds(), [], "and nothing more")
+  })
+
   t.test(`${name}: claim respects its limit, and a save without an event keeps what is pending deliverable`, async (t) => {
     const { store } = await harness.make(t)
     const push = pushOf(store)
