@@ -7,11 +7,12 @@ import { transitionSaver } from "../lib/a2a/transitions.js"
 import { allowList } from "../lib/push/guard.js"
 import { PushSender, type PushSenderOptions } from "../lib/push/sender.js"
 import { createPushSigner, SIGNATURE_HEADER } from "../lib/push/signer.js"
+import { FileTaskStore } from "../lib/stores/file.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import type { PushConfigRecord } from "../lib/stores/push-store.js"
 import type { A2AArtifact, A2ATask, TaskState } from "../lib/types.js"
 import { createLocalClient } from "../lib/client/client.js"
-import { a2aApp, deferred, injectRpc, memoryLogger, RecordingStore, rpc, sampleTask, userMessage, waitFor } from "./helpers.js"
+import { a2aApp, deferred, injectRpc, memoryLogger, RecordingStore, rpc, sampleTask, tmpDir, userMessage, waitFor } from "./helpers.js"
 
 /** A request the webhook got. */
 interface Received {
@@ -497,9 +498,12 @@ t.test("a store that fails to record a delivery: logged, and the notification is
   t.equal(later[0].item.key, hook.received[0].headers["idempotency-key"], "the same notification, with its key")
 })
 
-t.test("end to end: an inline config of each version gets every transition of its Task, in that version's shape, with its own headers", async (t) => {
+for (const [storeName, makeStore] of [
+  ["memory", () => new InMemoryTaskStore()],
+  ["file", (t: Test) => new FileTaskStore(tmpDir(t))],
+] as const) t.test(`end to end (${storeName} store): an inline config of each version gets every transition of its Task, in that version's shape, with its own headers`, async (t) => {
   const hook = await receiver(t)
-  const store = new InMemoryTaskStore()
+  const store = makeStore(t)
   const app = await a2aApp(t, { client: createLocalClient(() => "the answer"), store, push: { allow: [hook.host] } })
   const v10 = await injectRpc(
     app,

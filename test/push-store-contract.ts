@@ -106,6 +106,18 @@ export function pushStoreContract(name: string, harness: PushHarness): void {
     t.same(await push.claim("i-1", 10, LONG_LEASE, Date.now()), [], "the outbox is empty")
   })
 
+  t.test(`${name}: a config put before its Task's first save (an inline config) gets that save's notification`, async (t) => {
+    const { store } = await harness.make(t)
+    const push = pushOf(store)
+    await push.putConfig(config("fresh", "a"))
+    t.same((await push.listConfigs("fresh")).map((c) => c.id), ["a"], "kept, though no Task has the id yet")
+    await saveState(store, "fresh", "submitted")
+    const claims = await push.claim("i-1", 10, LONG_LEASE, Date.now())
+    t.same(described(claims), ["fresh/a#submitted"], "the first save's notification is enqueued")
+    await push.deleteConfig("fresh", "a")
+    t.same(await push.listConfigs("fresh"), [], "and it can be taken away again")
+  })
+
   t.test(`${name}: one save with several events enqueues each, in the order given, for every config`, async (t) => {
     const { store } = await harness.make(t)
     const push = pushOf(store)

@@ -143,9 +143,6 @@ export class FilePushStore implements PushStore {
     const text = JSON.stringify(config)
     await this.host.inOrder(config.taskId, async () => {
       await this.host.open()
-      if ((await this.host.stored(config.taskId)) === undefined) {
-        throw new Error(`${STORE}.push.putConfig: no Task ${JSON.stringify(config.taskId.slice(0, 128))} to add a push config to`)
-      }
       const dir = this.taskDir(config.taskId)
       const created = await this.host.fs.mkdir(dir, { recursive: true })
       // A new directory (and .push itself) is durable once its parent is synced.

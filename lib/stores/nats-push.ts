@@ -91,9 +91,6 @@ export class NatsPushStore implements PushStore {
     assertPushConfig(config, STORE)
     const copy = JSON.parse(JSON.stringify(config)) as PushConfigRecord
     await this.host.inOrder(config.taskId, async () => {
-      if ((await this.host.readTask(config.taskId)) === undefined) {
-        throw new Error(`${STORE}.push.putConfig: no Task ${JSON.stringify(config.taskId.slice(0, 128))} to add a push config to`)
-      }
       await this.changeConfigs(config.taskId, (configs) => [...configs.filter((c) => c.id !== copy.id), copy])
     })
   }

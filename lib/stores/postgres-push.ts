@@ -140,8 +140,7 @@ export class PostgresPushStore implements PushStore {
   async putConfig(config: PushConfigRecord): Promise<void> {
     assertPushConfig(config, STORE)
     const pool = await this.host.pool()
-    const { rowCount } = await pool.query(this.sql.putConfig, [textKey(config.taskId), textKey(config.id), jsonbDocument(JSON.stringify(config))])
-    if (rowCount !== 1) throw new Error(`${STORE}.push.putConfig: no Task ${JSON.stringify(config.taskId.slice(0, 128))} to add a push config to`)
+    await pool.query(this.sql.putConfig, [textKey(config.taskId), textKey(config.id), jsonbDocument(JSON.stringify(config))])
   }
 
   async getConfig(taskId: string, id: string): Promise<PushConfigRecord | undefined> {
@@ -230,12 +229,10 @@ function itemOf(row: OutboxRow): PushOutboxItem {
 const ITEM_COLUMNS = "seq, key, task_id, config_id, event::text AS event, attempts, not_before, enqueued_at, last_error"
 
 function statements(table: string) {
-  const tasks = `"${table}"`
   const { configs, outbox, dead } = pushTables(table)
   return {
-    // Only for a Task that exists: a config of no Task would never be deleted.
-    putConfig: `INSERT INTO ${configs} (task_id, id, config)
-                SELECT $1, $2, $3::jsonb WHERE EXISTS (SELECT 1 FROM ${tasks} WHERE id = $1)
+    // Also before the Task's first save (an inline config): the server deletes it when that save fails.
+    putConfig: `INSERT INTO ${configs} (task_id, id, config) VALUES ($1, $2, $3::jsonb)
                 ON CONFLICT (task_id, id) DO UPDATE SET config = excluded.config`,
     getConfig: `SELECT config::text AS config FROM ${configs} WHERE task_id = $1 AND id = $2`,
     listConfigs: `SELECT config::text AS config FROM ${configs} WHERE task_id = $1 ORDER BY id`,

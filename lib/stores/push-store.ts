@@ -10,7 +10,12 @@ import type { A2ATask } from "../types.js"
  * under the caller's owner rule first); a store never checks owners here.
  */
 export interface PushStore {
-  /** Creates the config, or replaces the one of the same Task with the same id. */
+  /**
+   * Creates the config, or replaces the one of the same Task with the same
+   * id. It may come before the Task's first save (a config inline with
+   * SendMessage is stored first, so the first notifications are not missed);
+   * the server deletes it when that save fails.
+   */
   putConfig(config: PushConfigRecord): Promise<void>
   /** The Task's config with this id, or undefined. */
   getConfig(taskId: string, id: string): Promise<PushConfigRecord | undefined>
