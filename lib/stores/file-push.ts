@@ -400,10 +400,15 @@ export class FilePushStore implements PushStore {
     return undefined
   }
 
-  /** The Task directories under `.push`, which also refreshes what this process knows of them. */
+  /**
+   * The Task directories under `.push`; what this process knows of them
+   * gains any it did not. None is forgotten here: a listing begun before a
+   * putConfig made its directory would drop it, and saves would then skip
+   * its notifications. A name goes only when its directory is found gone
+   * (prepare) or removed with its Task.
+   */
   private async taskDirs(): Promise<string[]> {
     const names = await this.names(this.root)
-    this.known.clear()
     for (const name of names) this.known.add(name)
     if (names.length > 0) this.watch()
     return names

@@ -1,0 +1,48 @@
+import fsp from "node:fs/promises"
+import path from "node:path"
+import t from "tap"
+import { FileTaskStore, type FileSystem } from "../lib/stores/file.js"
+import type { PushConfigRecord } from "../lib/stores/push-store.js"
+import { deferred, recordingFs, sampleTask, tmpDir, waitFor } from "./helpers.js"
+
+/** The file store's push part on its own: what the shared contract cannot stage. */
+
+const config = (taskId: string, id: string): PushConfigRecord => ({ taskId, id, version: "1.0", url: "https://hooks.example.com/a", createdAt: new Date().toISOString() })
+
+t.test("a claim whose listing of .push began before a putConfig made its directory does not make later saves skip that Task's notifications", async (t) => {
+  const dir = tmpDir(t)
+  const pushRoot = path.join(dir, ".push")
+  const base = recordingFs(dir, [])
+  // A listing of .push read now and answered when the test says: it began before the config's directory existed.
+  let held: { names: string[]; answer: ReturnType<typeof deferred<void>> } | undefined
+  const fs: FileSystem = {
+    ...base,
+    readdir: async (file) => {
+      const names = await base.readdir(file)
+      if (file === pushRoot && held === undefined) {
+        held = { names, answer: deferred<void>() }
+        await held.answer.promise
+        return held.names
+      }
+      return names
+    },
+  }
+  const store = new FileTaskStore(dir, { fs })
+  await store.save(sampleTask("other"))
+  await store.push!.putConfig(config("other", "a")) // .push exists, so a claim lists it
+  await fsp.readdir(pushRoot)
+  const claiming = store.push!.claim("i-1", 10, 60_000, Date.now())
+  await waitFor(() => held !== undefined, 5000, "the claim's listing of .push")
+  await store.save(sampleTask("late"))
+  await store.push!.putConfig(config("late", "a"))
+  held!.answer.resolve()
+  await claiming
+  const late = sampleTask("late", "working")
+  await store.push!.saveWithEvent(late, { kind: "status", task: late })
+  const claims = await store.push!.claim("i-1", 10, 60_000, Date.now())
+  t.same(
+    claims.map((c) => `${c.item.taskId}#${c.item.event.task.status.state}`),
+    ["late#working"],
+    "the save after the stale listing enqueued its notification",
+  )
+})
