@@ -29,17 +29,17 @@ t.test("a claim whose listing of .push began before a putConfig made its directo
   }
   const store = new FileTaskStore(dir, { fs })
   await store.save(sampleTask("other"))
-  await store.push!.putConfig(config("other", "a")) // .push exists, so a claim lists it
+  await store.push.putConfig(config("other", "a")) // .push exists, so a claim lists it
   await fsp.readdir(pushRoot)
-  const claiming = store.push!.claim("i-1", 10, 60_000, Date.now())
+  const claiming = store.push.claim("i-1", 10, 60_000, Date.now())
   await waitFor(() => held !== undefined, 5000, "the claim's listing of .push")
   await store.save(sampleTask("late"))
-  await store.push!.putConfig(config("late", "a"))
+  await store.push.putConfig(config("late", "a"))
   held!.answer.resolve()
   await claiming
   const late = sampleTask("late", "working")
-  await store.push!.saveWithEvent(late, { kind: "status", task: late })
-  const claims = await store.push!.claim("i-1", 10, 60_000, Date.now())
+  await store.push.saveWithEvent(late, { kind: "status", task: late })
+  const claims = await store.push.claim("i-1", 10, 60_000, Date.now())
   t.same(
     claims.map((c) => `${c.item.taskId}#${c.item.event.task.status.state}`),
     ["late#working"],
