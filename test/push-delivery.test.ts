@@ -189,6 +189,52 @@ t.test("Retry-After is honoured: the retry waits for it, even where the backoff 
   t.ok((await retriedAt.promise) - refusedAt[0] >= 990, "not retried before the second Retry-After asked for")
 })
 
+t.test("Retry-After: 0 waits at least the backoff's floor: a receiver cannot make a tight retry loop", async (t) => {
+  const answeredAt: number[] = []
+  const hook = await receiver(t, (_request, index) => {
+    answeredAt.push(Date.now())
+    return index < 3 ? { status: 503, headers: { "retry-after": "0" } } : { status: 200 }
+  })
+  const { store, sender, save } = delivery(t, [hook.host], { backoff: { baseMs: 300, maxMs: 300 } })
+  await sender.start()
+  const task = sampleTask("t-ra0")
+  await store.save(task)
+  await store.push.putConfig(hookConfig(task.id, hook.url()))
+  await save(withState(task, "working"))
+  await waitFor(() => hook.received.some((r) => r.status === 200), 10_000, "the delivery")
+  t.same(hook.received.map((r) => r.status), [503, 503, 503, 200])
+  // Lower bounds only: a loaded machine makes retries later, never earlier.
+  for (let i = 1; i < answeredAt.length; i++) t.ok(answeredAt[i] - answeredAt[i - 1] >= 290, `retry ${i} waited the floor (${answeredAt[i] - answeredAt[i - 1]} ms)`)
+})
+
+t.test("more than ten requests under way at once print no MaxListenersExceededWarning", async (t) => {
+  const warnings: string[] = []
+  const onWarning = (warning: Error) => void warnings.push(warning.name)
+  process.on("warning", onWarning)
+  t.teardown(() => void process.off("warning", onWarning))
+  const release = deferred()
+  let waiting = 0
+  const hook = await receiver(t, async () => {
+    waiting++
+    await release.promise
+    return { status: 200 }
+  })
+  const { store, sender, save } = delivery(t, [hook.host], { maxInFlightPerOrigin: 16 })
+  await sender.start()
+  const tasks = Array.from({ length: 12 }, (_, i) => sampleTask(`wide-${i}`))
+  for (const task of tasks) {
+    await store.save(task)
+    await store.push.putConfig(hookConfig(task.id, hook.url(`/${task.id}`)))
+  }
+  // Twelve Tasks to twelve webhook paths of one origin: allow them all at once.
+  await Promise.all(tasks.map((task) => save(withState(task, "working"))))
+  await waitFor(() => waiting === 12, 10_000, "twelve requests under way at once")
+  release.resolve()
+  await waitFor(() => hook.received.length === 12, 10_000, "every notification")
+  await new Promise((resolve) => setImmediate(resolve)) // a warning is emitted on the next tick
+  t.notOk(warnings.includes("MaxListenersExceededWarning"), "no listener warning")
+})
+
 t.test("a 400 is final: the notification goes to the dead letters at once, logged without credentials, and the next one follows", async (t) => {
   const hook = await receiver(t, (_request, index) => ({ status: index === 0 ? 400 : 200 }))
   const { store, sender, save, log } = delivery(t, [hook.host])

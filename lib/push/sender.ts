@@ -1,3 +1,5 @@
+import { setMaxListeners } from "node:events"
+import { MAX_TIMER_MS } from "../duration.js"
 import { errorFields, type Logger } from "../log.js"
 import type { PushClaim, PushStore } from "../stores/push-store.js"
 import { attemptDelivery } from "./attempt.js"
@@ -97,6 +99,8 @@ export class PushSender {
     this.maxInFlight = opts.maxInFlight ?? PUSH_DEFAULTS.maxInFlight
     this.maxPerOrigin = Math.min(opts.maxInFlightPerOrigin ?? PUSH_DEFAULTS.maxInFlightPerOrigin, this.maxInFlight)
     this.backoff = opts.backoff ?? { baseMs: PUSH_DEFAULTS.retryBaseMs, maxMs: PUSH_DEFAULTS.retryMaxMs }
+    // Every request under way listens on the one stop signal: up to maxInFlight of them, past Node's warning at 10.
+    setMaxListeners(0, this.aborts.signal)
     this.pollMs = opts.pollMs ?? PUSH_DEFAULTS.pollMs
     this.leaseMs = 2 * this.timeoutMs + 10_000
     this.agents = new PostAgents(this.maxPerOrigin)
@@ -153,7 +157,9 @@ export class PushSender {
     try {
       do {
         this.again = false
-        const free = this.maxInFlight - this.inFlight
+        // Claims waiting for their origin's slot are bounded too (each holds a Task): at most maxInFlight of them beside
+        // the requests under way, so a slow webhook's burst waits here up to that, then in the store.
+        const free = Math.min(this.maxInFlight - this.inFlight, 2 * this.maxInFlight - this.held.size)
         if (free <= 0 || this.stopped) return
         const now = Date.now()
         const claims = await this.store.claim(this.opts.instance, free, this.leaseMs, now)
@@ -249,7 +255,8 @@ export class PushSender {
       return this.deadLetter(claim, origin, `failed ${attempts} times (maxAttempts); the last: ${outcome.error}`, attempts)
     }
     const now = Date.now()
-    const notBefore = now + (outcome.retryAfterMs ?? backoffDelay(this.backoff, attempts))
+    // A Retry-After is honoured, but never sooner than the backoff's floor: "Retry-After: 0" must not make a tight loop.
+    const notBefore = now + (outcome.retryAfterMs === undefined ? backoffDelay(this.backoff, attempts) : Math.max(this.backoff.baseMs, outcome.retryAfterMs))
     if (notBefore - item.enqueuedAt > this.maxAgeMs) {
       return this.deadLetter(claim, origin, `still failing when its next try would pass maxAge (${this.maxAgeMs} ms); the last: ${outcome.error}`, attempts)
     }
@@ -302,7 +309,7 @@ export class PushSender {
       this.retryTimes.splice(0, due)
       this.armRetryTimer()
       this.wake()
-    }, Math.max(0, this.retryTimes[0] - Date.now()))
+    }, Math.min(MAX_TIMER_MS, Math.max(0, this.retryTimes[0] - Date.now())))
     this.retryTimer.unref()
   }
 }
