@@ -235,6 +235,21 @@ t.test("more than ten requests under way at once print no MaxListenersExceededWa
   t.notOk(warnings.includes("MaxListenersExceededWarning"), "no listener warning")
 })
 
+t.test("a stored notification that cannot be rendered goes to the dead letters at once, not retried for a day", async (t) => {
+  const hook = await receiver(t)
+  const { store, sender } = delivery(t, [hook.host])
+  await sender.start()
+  const task = sampleTask("t-broken")
+  await store.save(task)
+  await store.push.putConfig(hookConfig(task.id, hook.url()))
+  // What a damaged store could hold: an event whose Task has no status.
+  await store.push.saveWithEvent(task, { kind: "status", task: { ...task, status: undefined } as unknown as A2ATask })
+  sender.wake()
+  await waitFor(async () => (await store.push.listDeadLetters(10)).length === 1, 5000, "the dead letter")
+  t.match((await store.push.listDeadLetters(10))[0], { taskId: "t-broken", reason: /cannot be rendered/ })
+  t.equal(hook.received.length, 0, "nothing was posted")
+})
+
 t.test("a 400 is final: the notification goes to the dead letters at once, logged without credentials, and the next one follows", async (t) => {
   const hook = await receiver(t, (_request, index) => ({ status: index === 0 ? 400 : 200 }))
   const { store, sender, save, log } = delivery(t, [hook.host])

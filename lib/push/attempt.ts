@@ -36,7 +36,13 @@ export async function attemptDelivery(claim: PushClaim, opts: AttemptOptions): P
     }
     return { kind: "retry", error: `the webhook URL could not be checked: ${(err as Error).message}` }
   }
-  const payload = renderPayload(item.event, config.version)
+  let payload: ReturnType<typeof renderPayload>
+  try {
+    payload = renderPayload(item.event, config.version)
+  } catch (err) {
+    // A stored event that cannot be rendered never will be: no retry can help.
+    return { kind: "final", reason: `the stored notification cannot be rendered: ${(err as Error).message}` }
+  }
   const headers: Record<string, string> = {
     "Content-Type": payload.contentType,
     "User-Agent": PUSH_USER_AGENT,
