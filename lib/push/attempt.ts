@@ -26,8 +26,14 @@ export interface AttemptOptions {
 export async function attemptDelivery(claim: PushClaim, opts: AttemptOptions): Promise<AttemptOutcome> {
   const { item, config } = claim
   let checked
+  let timer: NodeJS.Timeout | undefined
   try {
-    checked = await checkWebhookUrl(config.url, opts.allow)
+    // The lookup is bounded like the POST: a slow resolver must not outlive the claim's lease.
+    const tooSlow = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new Error(`no DNS answer within ${opts.timeoutMs} ms`)), opts.timeoutMs)
+      timer.unref()
+    })
+    checked = await Promise.race([checkWebhookUrl(config.url, opts.allow), tooSlow])
   } catch (err) {
     if (err instanceof WebhookRefusedError) {
       // A name that does not resolve may be a DNS hiccup; an address the guard refuses stays refused.
@@ -35,6 +41,8 @@ export async function attemptDelivery(claim: PushClaim, opts: AttemptOptions): P
       return { kind: "final", reason: `the webhook URL is refused: ${err.message}` }
     }
     return { kind: "retry", error: `the webhook URL could not be checked: ${(err as Error).message}` }
+  } finally {
+    clearTimeout(timer)
   }
   let payload: ReturnType<typeof renderPayload>
   try {
