@@ -157,9 +157,9 @@ export async function pushServer(t: Test, store: string, hook: { host: string; g
   const exited = new Promise((resolve) => child.once("exit", resolve))
   t.teardown(() => void child.kill("SIGKILL"))
   let stderr = ""
-  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
   const url = await new Promise<string>((resolve, reject) => {
-    readline.createInterface({ input: child.stdout! }).once("line", (line) => resolve((JSON.parse(line) as { url: string }).url))
+    readline.createInterface({ input: child.stdout }).once("line", (line) => resolve((JSON.parse(line) as { url: string }).url))
     child.once("exit", (code) => reject(new Error(`push-server exited early (${code}): ${stderr}`)))
   })
   return { url, child, exited }
