@@ -42,14 +42,16 @@ function replicas(backend: string, makeSelector: (t: Test) => Promise<string>): 
     // A replica sends at most PER_ORIGIN at once to the receiver: more held means each replica holds some.
     await waitFor(() => hook.holding() > PER_ORIGIN, 60_000, `more than ${PER_ORIGIN} requests held open at once`)
     const [dead, alive] = servers
+    const heldAtKill = hook.holding()
     dead.child.kill("SIGKILL")
     await dead.exited
     hook.setMode("accept")
     await waitFor(() => lastDelivered(round2), 60_000, "every pending Task's last notification delivered")
+    // A request the dead replica had under way may have been answered 2xx as it died (the receiver cannot tell its
+    // socket closed first): then it comes again after the lease, with its key. checkDelivery holds duplicates to that.
     const redelivered = checkDelivery(t, hook.received, round2)
-    t.equal(redelivered, 0, "none answered 2xx twice")
+    t.ok(redelivered <= heldAtKill, `duplicates only of requests held open at the kill (${redelivered} of at most ${heldAtKill})`)
     const cut = hook.received.filter((r) => round2.includes(r.taskId) && r.status === 0)
-    t.ok(cut.length > 0, `${cut.length} requests were cut (by the kill or the push timeout)`)
     for (const r of cut) t.ok(hook.received.some((d) => d.status === 200 && d.key === r.key), "a cut request was sent again with its key")
     t.equal(alive.child.exitCode, null, "the other replica still runs")
   })

@@ -30,7 +30,7 @@ t.test("file store: a server killed with SIGKILL while notifications are pending
 
   hook.setMode("accept")
   await pushServer(t, `file:${dir}`, hook, TIMEOUT_MS)
-  // Each Task's artifact and completion, and its WORKING when the config was there first (checkDelivery).
+  // Every notification of every Task, SUBMITTED included: the configs were inline (checkDelivery).
   await waitFor(() => ids.every((id) => hook.received.some((r) => r.taskId === id && r.status === 200 && r.event === "TASK_STATE_COMPLETED")), 60_000, "every Task's last notification delivered")
   const redelivered = checkDelivery(t, hook.received, ids)
   t.equal(redelivered, 0, "no notification was answered 2xx twice")

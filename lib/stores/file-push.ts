@@ -317,12 +317,7 @@ export class FilePushStore implements PushStore {
     }
     const name = `${LOCK}${padded((current?.generation ?? 0) + 1)}-${configFile}`
     const token = randomUUID()
-    try {
-      await this.writeNew(path.join(dir, name), JSON.stringify({ instance, token, until: now + leaseMs } satisfies Lock))
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "EEXIST") return undefined
-      throw err
-    }
+    if (!(await this.createWhole(dir, name, JSON.stringify({ instance, token, until: now + leaseMs } satisfies Lock)))) return undefined
     for (const old of locks) await this.remove(path.join(dir, old.name))
     return { name, token }
   }
@@ -465,6 +460,35 @@ export class FilePushStore implements PushStore {
       await handle.sync()
     } finally {
       await handle.close()
+    }
+  }
+
+  /**
+   * Creates `name` in `dir` holding `text`, whole or not at all: false when
+   * it exists. Written to a tmp file and linked into place (a link never
+   * replaces), so a process killed mid-way never leaves an empty lock that
+   * others would take as held; a file system layer without link creates it
+   * with "wx" and writes it.
+   */
+  private async createWhole(dir: string, name: string, text: string): Promise<boolean> {
+    const file = path.join(dir, name)
+    const files = this.host.fs
+    try {
+      if (files.link === undefined) {
+        await this.writeNew(file, text)
+        return true
+      }
+      const tmp = path.join(dir, tmpFileName(name, process.pid, ++tmpCounter))
+      await this.writeNew(tmp, text)
+      try {
+        await files.link(tmp, file)
+      } finally {
+        await this.remove(tmp)
+      }
+      return true
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "EEXIST") return false
+      throw err
     }
   }
 
