@@ -4,7 +4,7 @@ import fs from "node:fs"
 import fsp from "node:fs/promises"
 import path from "node:path"
 import readline from "node:readline"
-import t from "tap"
+import t, { type Test } from "tap"
 import { FileTaskStore } from "../lib/stores/file.js"
 import { pidFromTmpFileName, taskFileName, tmpFileName } from "../lib/stores/file-names.js"
 import type { A2ATask } from "../lib/types.js"
@@ -228,45 +228,13 @@ t.test("the directory is created through the injected fs layer, and a failed att
 })
 
 t.test("kill -9 during concurrent saves loses no acknowledged save and leaves no torn file", async (t) => {
-  // The writer runs compiled, as a user runs the store (npm test builds first).
-  const compiled = path.join(ROOT, "dist", "lib", "stores", "file.js")
-  const storeSources = path.join(ROOT, "lib", "stores")
-  const sources = fs.readdirSync(storeSources).map((name) => path.join(storeSources, name))
-  if (!fs.existsSync(compiled) || sources.some((source) => fs.statSync(source).mtimeMs > fs.statSync(compiled).mtimeMs)) {
-    t.fail(`${compiled} is missing or older than lib/stores: run npm run build first`)
-    return
-  }
+  if (!compiledStoreIsFresh(t)) return
   const dir = tmpDir(t)
-  const writer = spawn(process.execPath, [path.join(ROOT, "test", "fixtures", "crash-writer.mjs"), dir, "50", "3"], {
-    stdio: ["ignore", "pipe", "pipe"],
-  })
-  t.teardown(() => writer.kill("SIGKILL"))
-  let stderr = ""
-  writer.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
-  const exited = once(writer, "exit") as Promise<[number | null, NodeJS.Signals | null]>
-
-  // Kill after a few hundred acks, or 3 s after the first one on a slow machine.
-  const acked = new Map<string, number>()
-  let acks = 0
-  let deadline: NodeJS.Timeout | undefined
-  const lines = readline.createInterface({ input: writer.stdout })
-  lines.on("line", (line) => {
-    const [word, id, seq] = line.split(" ")
-    if (word !== "ack") return
-    acks++
-    acked.set(id, Math.max(acked.get(id) ?? 0, Number(seq)))
-    deadline ??= setTimeout(() => writer.kill("SIGKILL"), 3000)
-    if (acks === 400) writer.kill("SIGKILL")
-  })
-  // Acks still in the pipe after the kill were printed after their save resolved: they count too.
-  const [[, signal]] = await Promise.all([exited, once(lines, "close")])
-  clearTimeout(deadline)
-  t.equal(signal, "SIGKILL", `the writer was killed mid-run${stderr && `; its stderr: ${stderr}`}`)
-  t.ok(acks > 0, "the writer acknowledged saves before it was killed")
+  const { acks, acked, pid: writerPid } = await killedWriter(t, "crash-writer.mjs", [dir, "50", "3"], 400)
 
   const leftovers = fs.readdirSync(dir).filter((name) => !name.endsWith(".json"))
   t.comment(`${acks} acks over ${acked.size} ids; the kill left ${leftovers.length} tmp files`)
-  t.same(leftovers.filter((name) => pidFromTmpFileName(name) !== writer.pid), [], "every other file is a tmp file of the writer")
+  t.same(leftovers.filter((name) => pidFromTmpFileName(name) !== writerPid), [], "every other file is a tmp file of the writer")
 
   const store = new FileTaskStore(dir)
   const page = await store.list({ pageSize: 100 })
@@ -294,35 +262,9 @@ t.test("kill -9 during concurrent saves loses no acknowledged save and leaves no
 })
 
 t.test("kill -9 during saves with push events loses no acknowledged notification and sends none for a save that did not land", async (t) => {
-  const compiled = path.join(ROOT, "dist", "lib", "stores", "file.js")
-  const storeSources = path.join(ROOT, "lib", "stores")
-  const sources = fs.readdirSync(storeSources).map((name) => path.join(storeSources, name))
-  if (!fs.existsSync(compiled) || sources.some((source) => fs.statSync(source).mtimeMs > fs.statSync(compiled).mtimeMs)) {
-    t.fail(`${compiled} is missing or older than lib/stores: run npm run build first`)
-    return
-  }
+  if (!compiledStoreIsFresh(t)) return
   const dir = tmpDir(t)
-  const writer = spawn(process.execPath, [path.join(ROOT, "test", "fixtures", "push-crash-writer.mjs"), dir, "20", "2"], { stdio: ["ignore", "pipe", "pipe"] })
-  t.teardown(() => writer.kill("SIGKILL"))
-  let stderr = ""
-  writer.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
-  const exited = once(writer, "exit") as Promise<[number | null, NodeJS.Signals | null]>
-  const acked = new Map<string, number>()
-  let acks = 0
-  let deadline: NodeJS.Timeout | undefined
-  const lines = readline.createInterface({ input: writer.stdout })
-  lines.on("line", (line) => {
-    const [word, id, seq] = line.split(" ")
-    if (word !== "ack") return
-    acks++
-    acked.set(id, Math.max(acked.get(id) ?? 0, Number(seq)))
-    deadline ??= setTimeout(() => writer.kill("SIGKILL"), 3000)
-    if (acks === 300) writer.kill("SIGKILL")
-  })
-  const [[, signal]] = await Promise.all([exited, once(lines, "close")])
-  clearTimeout(deadline)
-  t.equal(signal, "SIGKILL", `the writer was killed mid-run${stderr && `; its stderr: ${stderr}`}`)
-  t.ok(acks > 0, "the writer acknowledged saves before it was killed")
+  const { acks, acked } = await killedWriter(t, "push-crash-writer.mjs", [dir, "20", "2"], 300)
 
   // A restarted store drains the outbox, as the sender would: claim, ack, again.
   const store = new FileTaskStore(dir)
@@ -392,3 +334,46 @@ t.test("concurrent saves share directory fsyncs, each one begun after the save's
     t.ok(covering > renamed, `${id}: acknowledged only after a directory fsync that began after its rename`)
   }
 })
+
+/** The crash writers run compiled, as a user runs the store (npm test builds first): fails the test when dist/ is stale. */
+function compiledStoreIsFresh(t: Test): boolean {
+  const compiled = path.join(ROOT, "dist", "lib", "stores", "file.js")
+  const storeSources = path.join(ROOT, "lib", "stores")
+  const sources = fs.readdirSync(storeSources).map((name) => path.join(storeSources, name))
+  if (!fs.existsSync(compiled) || sources.some((source) => fs.statSync(source).mtimeMs > fs.statSync(compiled).mtimeMs)) {
+    t.fail(`${compiled} is missing or older than lib/stores: run npm run build first`)
+    return false
+  }
+  return true
+}
+
+/**
+ * Runs a crash writer fixture and kills it with SIGKILL after `killAt` acks
+ * (or 3 s after the first on a slow machine). Resolves with what it
+ * acknowledged ("ack <id> <seq>" lines): the highest seq per id.
+ */
+async function killedWriter(t: Test, fixture: string, args: string[], killAt: number): Promise<{ acks: number; acked: Map<string, number>; pid: number | undefined }> {
+  const writer = spawn(process.execPath, [path.join(ROOT, "test", "fixtures", fixture), ...args], { stdio: ["ignore", "pipe", "pipe"] })
+  t.teardown(() => writer.kill("SIGKILL"))
+  let stderr = ""
+  writer.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk))
+  const exited = once(writer, "exit") as Promise<[number | null, NodeJS.Signals | null]>
+  const acked = new Map<string, number>()
+  let acks = 0
+  let deadline: NodeJS.Timeout | undefined
+  const lines = readline.createInterface({ input: writer.stdout })
+  lines.on("line", (line) => {
+    const [word, id, seq] = line.split(" ")
+    if (word !== "ack") return
+    acks++
+    acked.set(id, Math.max(acked.get(id) ?? 0, Number(seq)))
+    deadline ??= setTimeout(() => writer.kill("SIGKILL"), 3000)
+    if (acks === killAt) writer.kill("SIGKILL")
+  })
+  // Acks still in the pipe after the kill were printed after their save resolved: they count too.
+  const [[, signal]] = await Promise.all([exited, once(lines, "close")])
+  clearTimeout(deadline)
+  t.equal(signal, "SIGKILL", `the writer was killed mid-run${stderr && `; its stderr: ${stderr}`}`)
+  t.ok(acks > 0, "the writer acknowledged saves before it was killed")
+  return { acks, acked, pid: writer.pid }
+}
