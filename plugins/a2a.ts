@@ -3,6 +3,7 @@ import fp from "fastify-plugin"
 import { bodyTooDeep } from "../lib/a2a/depth.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import { createAuthentication } from "./authenticate.js"
+import { DEAD_LETTERS_PATH, deadLettersHandler } from "./dead-letters-route.js"
 import { agentCardHandler, CARD_PATH } from "./card-route.js"
 import { answerHttpError } from "./http-errors.js"
 import { JSON_TYPES, jsonRpcHandler } from "./jsonrpc-route.js"
@@ -66,6 +67,13 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
         }),
       )
       if (agent.jwks) routes.get(JWKS_PATH, jwksHandler(agent.jwks))
+      if (agent.push) {
+        routes.get(
+          DEAD_LETTERS_PATH,
+          { ...(auth && { onRequest: auth.onRequest }) },
+          deadLettersHandler({ push: agent.push.store, principalOf: auth?.principalOf, unownedTasksBelongTo: opts.auth?.unownedTasksBelongTo }),
+        )
+      }
       routes.get(CARD_PATH, agentCardHandler({ card: opts, url: opts.url, prefix: routes.prefix, usesTokens: auth?.usesTokens ?? false, pushNotifications: agent.push !== undefined }))
     },
     { prefix: ownPrefix ? (opts.prefix ?? "") : "" },
