@@ -224,15 +224,7 @@ export class NatsTaskStore implements TaskStore {
     const { driver, tasks } = await this.connection.get()
     const latest = new Map<string, NatsKvEntry>()
     await withContext("list tasks", async () => {
-      let initialized = false
-      let entries: NatsKvWatch | undefined = undefined
-      // Fires once the last value of every key was delivered, maybe before watch() returns; what was queued is still read.
-      const initializedFn = () => {
-        initialized = true
-        entries?.stop()
-      }
-      entries = await tasks.watch({ include: driver.KvWatchInclude.LastValue, initializedFn })
-      if (initialized) entries.stop()
+      const entries = await lastValues(tasks, driver, false)
       // Updates that arrive while reading replace the values read before them.
       for await (const entry of entries) {
         if (entry.operation === "PUT") latest.set(entry.key, entry)
@@ -454,15 +446,8 @@ export class NatsTaskStore implements TaskStore {
     const cutoffMs = Date.parse(cutoff)
     const written: NatsKvEntry[] = []
     await withContext("read the bucket for retention", async () => {
-      let initialized = false
-      let entries: NatsKvWatch | undefined = undefined
-      const initializedFn = () => {
-        initialized = true
-        entries?.stop()
-      }
       // Last values come in stream order, which is the order of their writes.
-      entries = await tasks.watch({ include: driver.KvWatchInclude.LastValue, headers_only: true, initializedFn })
-      if (initialized) entries.stop()
+      const entries = await lastValues(tasks, driver, true)
       for await (const entry of entries) {
         if (entry.created.getTime() >= cutoffMs) {
           entries.stop()
@@ -688,4 +673,21 @@ function messageOf(err: unknown): string {
 
 function quote(id: string): string {
   return JSON.stringify(id.length > 128 ? id.slice(0, 128) + "…" : id)
+}
+
+/**
+ * A watch of every key's last value (headers only, or with the values) that
+ * ends once all of them were delivered: the initialized callback fires then,
+ * maybe before watch() returns, and what was queued is still read.
+ */
+async function lastValues(kv: NatsKv, driver: NatsDriver, headersOnly: boolean): Promise<NatsKvWatch> {
+  let initialized = false
+  let entries: NatsKvWatch | undefined = undefined
+  const initializedFn = () => {
+    initialized = true
+    entries?.stop()
+  }
+  entries = await kv.watch({ include: driver.KvWatchInclude.LastValue, ...(headersOnly && { headers_only: true }), initializedFn })
+  if (initialized) entries.stop()
+  return entries
 }
