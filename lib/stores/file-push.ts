@@ -1,5 +1,7 @@
-import { createHash, randomUUID } from "node:crypto"
+import { createHash, randomBytes } from "node:crypto"
 import path from "node:path"
+import { BoundedCache } from "../bounded-cache.js"
+import { heapShare, textHeapBytes } from "../heap-budget.js"
 import { pushSeqOf } from "../internals.js"
 import { isProcessAlive } from "../process.js"
 import type { A2ATask } from "../types.js"
@@ -14,42 +16,64 @@ import { assertTaskId } from "./task-checks.js"
  * FileTaskStore's push capability, in `<dir>/.push/<taskfile>/`, one
  * directory per Task that has (or had) configs, made on the first config:
  *
- * - `c-<configfile>`: a config;
- * - `o-<seq>-<pid>-<configfile>`: a notification to that config, written
- *   by process `pid` before the Task save it reports;
- * - `l-<generation>-<configfile>`: the lease on that config's channel;
+ * - `c-<version>-<configfile>`: a config; a put writes the next version and
+ *   removes the one before (the newest counts);
+ * - `o-<seq>-<pid>-<attempts>-<configfile>`: a notification to that config,
+ *   written by process `pid` before the Task save it reports; a failed
+ *   attempt writes it anew under the next name, so a name always holds the
+ *   same notification (and a claim reads it once); while held (claimed, or
+ *   waiting for its retry) its name ends in `~<until>~<token>`;
  * - `d-<deadAt>-<key>.json`: a dead letter.
  *
  * Every file is written whole and fsynced before it counts (a rename of a
  * synced tmp file, or "wx" with O_DSYNC for the notifications), and the
- * directory is fsynced after. The Task's save is the commit marker: the
+ * directory is fsynced after; a hold's rename is not (lost in a crash of the
+ * machine, it only lets its notification be sent again, or its retry come
+ * early). The Task's save is the commit marker: the
  * notifications of a save are written and fsynced first, then the Task is
  * saved carrying `pushSeq` (its internals) = their seq. A notification is
  * deliverable only once the stored Task's pushSeq reached it; one above it
  * whose writer died (or is older than a save can take) is from a save that
  * never landed, and is removed by the next save of the Task or by a claim.
  *
- * Leases: a claim creates the next generation's lock file of the channel
- * with "wx" (so of two processes only one gets it), holding the instance,
- * a token and the lease's end; a lock past its end may be superseded by the
- * next generation. Any number of FileTaskStores, in any processes, may share
- * the directory.
+ * Leases: a claim renames the channel's first notification to a name that
+ * holds it until the lease's end (a rename is atomic: of two processes only
+ * one finds the name it renames), and a settlement goes by that name; a hold
+ * past its end may be renamed again by any claim. Any number of
+ * FileTaskStores, in any processes, may share the directory.
  *
  * A Task without a push directory costs a save nothing: which Tasks have
  * one is known in memory (read at open, kept by this process's changes, a
  * watch of `.push` and every claim's listing).
+ *
+ * A claim reads only the Task directories that may hold a notification due
+ * by then (`due`: marked by this process's saves and settlements, and by
+ * what each claim saw); every FULL_SCAN_MS, and on its first, it reads them
+ * all, for the notifications other processes wrote (theirs to send while
+ * they live) and those a dead one left.
  */
 
 const CONFIG = "c-"
 const ITEM = "o-"
-const LOCK = "l-"
 const DEAD = "d-"
-const ITEM_NAME = /^o-(\d{16})-(\d{1,15})-(.+\.json)$/
-const LOCK_NAME = /^l-(\d{16})-(.+\.json)$/
+/** seq, pid, attempts, config file, and while held: until, token. */
+const ITEM_NAME = /^o-(\d{16})-(\d{1,15})-(\d{1,9})-(.+\.json)(?:~(\d{16})~([\w-]{1,16}))?$/
+/** The token of a hold that waits for a retry's time (no claim holds it). */
+const WAITING = "wait"
+const CONFIG_NAME = /^c-(\d{16})-(.+\.json)$/
 /** Config ids past this many characters of file name are named by their hash (the id inside tells them apart). */
 const MAX_CONFIG_NAME = 160
 /** Task directories a claim or dead-letter listing reads side by side. */
 const READERS = 8
+/** How many configs and notifications (and how much heap of them) saves and claims keep, so each file is read once. */
+const RECORD_CACHE_ENTRIES = 10_000
+const RECORD_CACHE_HEAP_FRACTION = 1 / 64
+/** A cached record's own objects (the record, its stamp, the path key), besides its text. */
+const CACHED_RECORD_HEAP_BYTES = 1024
+/** How often a claim reads every Task directory, not only those known to hold notifications. */
+const FULL_SCAN_MS = 5000
+/** When to look again at a notification whose save another process has under way. */
+const UNLANDED_RECHECK_MS = 1000
 
 /** What the push files need of their FileTaskStore. */
 export interface FilePushHost {
@@ -65,23 +89,41 @@ export interface FilePushHost {
   saveWithEvent(task: A2ATask, events: readonly PushEvent[]): Promise<void>
 }
 
-/** What a save does about push: the pushSeq the Task carries, and how to take its notifications back if the save fails. */
+/** What a save does about push: the pushSeq the Task carries, how to take its notifications back if the save fails, and what to do once it landed. */
 export interface PushPlan {
   seq: number
   undo(): Promise<void>
+  landed(): void
 }
 
-interface Lock {
-  instance: string
-  token: string
-  until: number
+/** When a Task directory is next worth a claim's look (ms since the epoch), and how many times it was marked due. */
+interface Due {
+  at: number
+  marks: number
+  /** The highest pushSeq this process saw its Task saved with: notifications up to it are deliverable without reading the Task. */
+  landed: number
 }
 
+
+/** A record (config, notification) as read or written. */
+interface Cached {
+  record: unknown
+  bytes: number
+}
+
+/** A notification's file name, read. */
 interface ItemName {
+  /** As listed. */
   name: string
+  /** Without the hold: the name it was written under, which its record is cached by. */
+  base: string
   seq: number
   pid: number
+  /** Failed attempts when it was written. */
+  attempts: number
   configFile: string
+  /** Held until then (ms since the epoch); 0 when free. */
+  until: number
 }
 
 let tmpCounter = 0
@@ -92,6 +134,11 @@ export class FilePushStore implements PushStore {
   readonly root: string
   /** The names of the Task directories under `.push`, as far as this process knows. */
   private readonly known = new Set<string>()
+  /** The Task directories that may hold notifications, as far as this process knows. */
+  private readonly due = new Map<string, Due>()
+  private lastFullScan = -Infinity
+  /** Configs and notifications by file, so a claim re-reads neither while a stat shows the same file (a rewrite renames a new one into place). */
+  private readonly records = new BoundedCache<string, Cached>({ maxEntries: RECORD_CACHE_ENTRIES, maxBytes: heapShare(RECORD_CACHE_HEAP_FRACTION) }, (cached) => cached.bytes)
   private watcher: { close(): void } | undefined
 
   constructor(private readonly host: FilePushHost) {
@@ -123,7 +170,9 @@ export class FilePushStore implements PushStore {
       this.watcher = this.host.fs.watchDirectory(
         this.root,
         (name) => {
-          if (name !== undefined) this.known.add(name)
+          if (name === undefined) return
+          this.known.add(name)
+          this.markDue(name) // another process's new directory: its first notification need not wait for a full scan
         },
         () => {
           this.watcher = undefined // claims' listings keep `known` current meanwhile
@@ -152,7 +201,14 @@ export class FilePushStore implements PushStore {
       }
       this.known.add(path.basename(dir))
       this.watch()
-      await this.writeReplacing(dir, CONFIG + configFileName(config.id), text)
+      const configFile = configFileName(config.id)
+      const before = (await this.names(dir)).flatMap(configName).filter((old) => old.configFile === configFile)
+      const version = Math.max(Date.now() * 1000, ...before.map((old) => old.version + 1))
+      const name = `${CONFIG}${padded(version)}-${configFile}`
+      // The new version first: a crash between leaves both, and the newest counts.
+      await this.writeReplacing(dir, name, text)
+      this.remember(path.join(dir, name), config, text)
+      for (const old of before) if (old.name !== name) await this.remove(path.join(dir, old.name))
       await this.syncDir(dir)
     })
   }
@@ -160,14 +216,22 @@ export class FilePushStore implements PushStore {
   async getConfig(taskId: string, id: string): Promise<PushConfigRecord | undefined> {
     assertTaskId(taskId)
     await this.host.open()
-    const config = await this.readJson<PushConfigRecord>(path.join(this.taskDir(taskId), CONFIG + configFileName(String(id))))
+    const dir = this.taskDir(taskId)
+    const name = currentConfigs(await this.names(dir)).get(configFileName(String(id)))
+    const config = name === undefined ? undefined : await this.readJson<PushConfigRecord>(path.join(dir, name))
     return config?.id === id && config.taskId === taskId ? config : undefined
   }
 
   async listConfigs(taskId: string): Promise<PushConfigRecord[]> {
     assertTaskId(taskId)
     await this.host.open()
-    return (await this.configsIn(this.taskDir(taskId), await this.names(this.taskDir(taskId)))).filter((config) => config.taskId === taskId)
+    const dir = this.taskDir(taskId)
+    const configs: PushConfigRecord[] = []
+    for (const name of currentConfigs(await this.names(dir)).values()) {
+      const config = await this.readJson<PushConfigRecord>(path.join(dir, name))
+      if (config?.taskId === taskId) configs.push(config)
+    }
+    return configs.sort(byId)
   }
 
   async deleteConfig(taskId: string, id: string): Promise<void> {
@@ -178,12 +242,8 @@ export class FilePushStore implements PushStore {
       const dir = this.taskDir(taskId)
       const names = await this.names(dir)
       // The config first: a crash midway leaves notifications of no config, which are never sent.
-      await this.remove(path.join(dir, CONFIG + configFile))
-      for (const name of names) {
-        const item = ITEM_NAME.exec(name)
-        const lock = LOCK_NAME.exec(name)
-        if (item?.[3] === configFile || lock?.[2] === configFile) await this.remove(path.join(dir, name))
-      }
+      for (const config of names.flatMap(configName)) if (config.configFile === configFile) await this.remove(path.join(dir, config.name))
+      for (const item of names.flatMap(itemName)) if (item.configFile === configFile) await this.remove(path.join(dir, item.name))
     })
   }
 
@@ -217,7 +277,7 @@ export class FilePushStore implements PushStore {
     const orphans = items.filter((item) => item.seq > stored && (item.pid === process.pid || !isProcessAlive(item.pid)))
     for (const orphan of orphans) await this.remove(path.join(dir, orphan.name))
     const configs = events.length === 0 ? [] : await this.configsIn(dir, names)
-    if (configs.length === 0) return { seq: stored, undo: async () => {} }
+    if (configs.length === 0) return { seq: stored, undo: async () => {}, landed: () => {} }
     const first = Math.max(stored, ...items.map((item) => item.seq)) + 1
     const written: string[] = []
     const undo = async () => {
@@ -227,8 +287,10 @@ export class FilePushStore implements PushStore {
       for (const [i, event] of events.entries()) {
         for (const config of configs) {
           const item = newOutboxItem(taskId, config.id, first + i, JSON.parse(event) as PushEvent, now)
-          const file = path.join(dir, `${ITEM}${padded(first + i)}-${process.pid}-${configFileName(config.id)}`)
-          await this.writeNew(file, JSON.stringify(item))
+          const file = path.join(dir, itemFileName(first + i, process.pid, 0, configFileName(config.id)))
+          const text = JSON.stringify(item)
+          await this.writeNew(file, text)
+          this.remember(file, item, text)
           written.push(file)
         }
       }
@@ -237,113 +299,157 @@ export class FilePushStore implements PushStore {
       await undo()
       throw err
     }
-    return { seq: first + events.length - 1, undo }
+    const seq = first + events.length - 1
+    return { seq, undo, landed: () => this.markDue(dirName, seq) }
   }
 
   /** Removes a deleted Task's push directory (configs, notifications, dead letters). */
   async removeTask(taskId: string): Promise<void> {
     const dirName = taskFileName(taskId)
     this.known.delete(dirName)
+    this.due.delete(dirName)
     await this.host.fs.rm(path.join(this.root, dirName), { force: true, recursive: true })
   }
 
   async claim(instance: string, limit: number, leaseMs: number, now: number): Promise<PushClaim[]> {
     assertClaimArgs(STORE, instance, limit, leaseMs, now)
     await this.host.open()
-    const dirs = await this.taskDirs()
+    const full = now - this.lastFullScan >= FULL_SCAN_MS || now < this.lastFullScan
+    if (full) this.lastFullScan = now
+    const dirs = full ? await this.taskDirs() : [...this.due].flatMap(([dirName, due]) => (due.at <= now ? [dirName] : []))
     const claims: PushClaim[] = []
     await forEachLimited(dirs, READERS, async (dirName) => {
       if (claims.length >= limit) return
+      const marks = this.due.get(dirName)?.marks ?? 0
       try {
-        for (const claim of await this.claimIn(dirName, instance, limit, leaseMs, now, () => claims.length < limit)) {
+        const found = await this.claimIn(dirName, limit, leaseMs, now, () => claims.length < limit)
+        // Marked due meanwhile (a save landed, a claim settled): what this look saw is out of date.
+        if ((this.due.get(dirName)?.marks ?? 0) === marks) {
+          if (found.nextLook === undefined) this.due.delete(dirName)
+          else this.due.set(dirName, { at: found.nextLook, marks, landed: Math.max(found.landed, this.due.get(dirName)?.landed ?? 0) })
+        }
+        for (const claim of found.claims) {
           if (claims.length < limit) claims.push(claim)
           else await this.release(claim)
         }
       } catch (err) {
+        this.markDue(dirName)
         this.host.report(err, "push")
       }
     })
     return claims.sort((a, b) => a.item.seq - b.item.seq)
   }
 
-  /** The heads of the channels of one Task's directory that are deliverable, due and not held, each now held by `instance`. */
-  private async claimIn(dirName: string, instance: string, limit: number, leaseMs: number, now: number, room: () => boolean): Promise<PushClaim[]> {
-    const dir = path.join(this.root, dirName)
-    const names = await this.names(dir)
-    const items = names.flatMap(itemName).sort((a, b) => a.seq - b.seq)
-    if (items.length === 0) return []
-    const taskId = idFromFileName(dirName) ?? (await this.taskIdIn(dir, names))
-    if (taskId === undefined || taskFileName(taskId) !== dirName) return []
-    const committed = pushSeqOf((await this.host.stored(taskId)) ?? EMPTY)
-    const heads = new Map<string, ItemName>()
-    for (const item of items) if (!heads.has(item.configFile)) heads.set(item.configFile, item)
-    const claims: PushClaim[] = []
-    for (const head of heads.values()) {
-      if (!room() || claims.length >= limit) break
-      const file = path.join(dir, head.name)
-      if (head.seq > committed) {
-        // Its save has not landed: under way, or never to land (its writer died, or it is older than any save takes).
-        if (!isProcessAlive(head.pid) || now - (await this.mtime(file)) > ABANDONED_PUSH_ITEM_MS) await this.remove(file)
-        continue
-      }
-      const item = await this.readJson<PushOutboxItem>(file)
-      if (item === undefined || item.notBefore > now) continue
-      const lock = await this.takeLock(dir, names, head.configFile, instance, leaseMs, now)
-      if (lock === undefined) continue
-      // Read again under the lock: the holder before may have settled it meanwhile.
-      const current = await this.readJson<PushOutboxItem>(file)
-      const config = await this.readJson<PushConfigRecord>(path.join(dir, CONFIG + head.configFile))
-      const claim = { item: current ?? item, config: config!, token: `${dirName}/${head.name}/${lock.name}/${lock.token}` }
-      if (current === undefined || current.notBefore > now || config === undefined) {
-        await this.release(claim)
-        continue
-      }
-      claims.push(claim)
-    }
-    return claims
+  /** The Task directory may hold a notification due now: the next claim reads it. `landed`: its Task was saved with this pushSeq. */
+  private markDue(dirName: string, landed = 0): void {
+    const due = this.due.get(dirName)
+    this.due.set(dirName, { at: 0, marks: (due?.marks ?? 0) + 1, landed: Math.max(landed, due?.landed ?? 0) })
   }
 
-  /** Creates the channel's next lock if the current one (if any) has ended; undefined when it is held, or another process got there first. */
-  private async takeLock(dir: string, names: string[], configFile: string, instance: string, leaseMs: number, now: number): Promise<{ name: string; token: string } | undefined> {
-    const locks = names.flatMap((name) => {
-      const match = LOCK_NAME.exec(name)
-      return match?.[2] === configFile ? [{ name, generation: Number(match[1]) }] : []
-    })
-    const current = locks.sort((a, b) => b.generation - a.generation)[0]
-    if (current !== undefined) {
-      const lock = await this.readJson<Lock>(path.join(dir, current.name))
-      // A lock not yet written (or unreadable) is held, unless it is older than any claim takes.
-      if (lock === undefined ? now - (await this.mtime(path.join(dir, current.name))) < ABANDONED_PUSH_ITEM_MS : lock.until > now) return undefined
+  /**
+   * The heads of the channels of one Task's directory that are deliverable,
+   * due and not held, each now held for the lease; and when the directory
+   * is next worth a look (undefined: it holds no notification).
+   */
+  private async claimIn(dirName: string, limit: number, leaseMs: number, now: number, room: () => boolean): Promise<{ claims: PushClaim[]; nextLook?: number; landed: number }> {
+    const dir = path.join(this.root, dirName)
+    const names = await this.names(dir)
+    // A notification written anew (a failed attempt) whose old name a crash left: the newer one counts.
+    const items = names.flatMap(itemName).sort((a, b) => a.seq - b.seq || b.attempts - a.attempts)
+    let landed = this.due.get(dirName)?.landed ?? 0
+    if (items.length === 0) return { claims: [], landed }
+    const taskId = idFromFileName(dirName) ?? (await this.taskIdIn(dir, names))
+    if (taskId === undefined || taskFileName(taskId) !== dirName) return { claims: [], landed }
+    // The Task is read only for a notification above what this process saw saved.
+    if (items.some((item) => item.seq > landed)) landed = Math.max(landed, pushSeqOf((await this.host.stored(taskId)) ?? EMPTY))
+    const heads = new Map<string, ItemName>()
+    for (const item of items) if (!heads.has(item.configFile)) heads.set(item.configFile, item)
+    const configNames = currentConfigs(names)
+    const claims: PushClaim[] = []
+    let nextLook = Infinity
+    const lookAt = (at: number) => (nextLook = Math.min(nextLook, at))
+    for (const head of heads.values()) {
+      if (!room() || claims.length >= limit) {
+        lookAt(now)
+        break
+      }
+      if (head.seq > landed) {
+        // Its save has not landed: under way (this process's marks the directory when it lands), or never to land
+        // (its writer died, or it is older than any save takes).
+        const file = path.join(dir, head.name)
+        if (!isProcessAlive(head.pid) || now - (await this.mtime(file)) > ABANDONED_PUSH_ITEM_MS) {
+          await this.remove(file)
+          lookAt(now)
+        } else lookAt(head.pid === process.pid ? now + ABANDONED_PUSH_ITEM_MS : now + UNLANDED_RECHECK_MS)
+        continue
+      }
+      if (head.until > now) {
+        lookAt(head.until)
+        continue
+      }
+      const held = `${head.base}~${padded(now + leaseMs)}~${randomBytes(9).toString("base64url")}`
+      if (!(await this.renamed(dir, head.name, held))) {
+        lookAt(now) // another process claimed or settled it since the listing
+        continue
+      }
+      for (const older of items) {
+        if (older.configFile === head.configFile && older.seq === head.seq && older !== head) await this.remove(path.join(dir, older.name))
+      }
+      const item = await this.record<PushOutboxItem>(path.join(dir, head.base), path.join(dir, held))
+      const configName = configNames.get(head.configFile)
+      const config = configName === undefined ? undefined : await this.record<PushConfigRecord>(path.join(dir, configName))
+      // Whether the channel had more: only then does settling this one make the directory due again.
+      const more = items.some((other) => other.configFile === head.configFile && other.seq > head.seq)
+      const claim = { item: item!, config: config!, token: `${dirName}/${held}/${more ? 1 : 0}` }
+      if (item === undefined || config === undefined) {
+        // A config deleted since the listing (its notifications go with it), or a file a crash of the machine left unreadable.
+        await this.release(claim)
+        lookAt(now + UNLANDED_RECHECK_MS)
+      } else if (item.notBefore > now) {
+        // Due later (its wait was lost): held until then.
+        await this.hold(claim, head.base, item.notBefore)
+        lookAt(item.notBefore)
+      } else {
+        // Settling it marks the directory; a lease that runs out unsettled ends then.
+        lookAt(now + leaseMs)
+        claims.push(claim)
+      }
     }
-    const name = `${LOCK}${padded((current?.generation ?? 0) + 1)}-${configFile}`
-    const token = randomUUID()
-    if (!(await this.createWhole(dir, name, JSON.stringify({ instance, token, until: now + leaseMs } satisfies Lock)))) return undefined
-    for (const old of locks) await this.remove(path.join(dir, old.name))
-    return { name, token }
+    return { claims, nextLook, landed }
   }
 
   async ack(claim: PushClaim): Promise<void> {
-    const { dir, item } = this.placeOf(claim)
-    // Delivered is delivered, whoever holds the lease now.
-    await this.remove(path.join(dir, item))
-    await this.release(claim)
+    const { dir, held, more } = this.placeOf(claim)
+    // Held by another claim since this one's lease ran out, it is left to that claim: sent again, at least once.
+    await this.remove(path.join(dir, held.name))
+    this.records.delete(path.join(dir, held.base))
+    // The channel's next, if it had one when claimed (one saved since made the directory due when its save landed).
+    if (more) this.markDue(path.basename(dir))
   }
 
   async retryLater(claim: PushClaim, notBefore: number, error: string): Promise<void> {
-    const { dir, item } = this.placeOf(claim)
+    const { dir, held } = this.placeOf(claim)
     if (!(await this.holds(claim))) return
-    await this.writeReplacing(dir, item, JSON.stringify(retried(claim.item, notBefore, String(error))))
-    await this.release(claim)
+    const next = retried(claim.item, notBefore, String(error))
+    const base = itemFileName(held.seq, held.pid, held.attempts + 1, held.configFile)
+    const text = JSON.stringify(next)
+    // The new name first: a crash between leaves both, and a claim takes the one with more attempts.
+    await this.writeReplacing(dir, `${base}~${padded(notBefore)}~${WAITING}`, text)
+    this.remember(path.join(dir, base), next, text)
+    await this.remove(path.join(dir, held.name))
+    this.records.delete(path.join(dir, held.base))
+    this.markDue(path.basename(dir))
   }
 
   async deadLetter(claim: PushClaim, reason: string): Promise<void> {
-    const { dir, item } = this.placeOf(claim)
+    const { dir, held } = this.placeOf(claim)
     if (!(await this.holds(claim))) return
     const dead = deadLetterOf(claim.item, String(reason), Date.now())
     await this.writeReplacing(dir, `${DEAD}${padded(dead.deadAt)}-${dead.key}.json`, JSON.stringify(dead))
     await this.syncDir(dir)
-    await this.remove(path.join(dir, item))
-    await this.release(claim)
+    await this.remove(path.join(dir, held.name))
+    this.records.delete(path.join(dir, held.base))
+    this.markDue(path.basename(dir))
   }
 
   async listDeadLetters(limit: number): Promise<PushDeadLetter[]> {
@@ -364,25 +470,50 @@ export class FilePushStore implements PushStore {
     return letters
   }
 
-  /** Where a claim's files are: its token names them. */
-  private placeOf(claim: PushClaim): { dir: string; item: string; lock: string; token: string } {
-    const [dirName, item, lock, token, ...rest] = String(claim?.token).split("/")
-    if (rest.length > 0 || token === undefined || dirName !== taskFileName(claim.item.taskId) || !ITEM_NAME.test(item) || !LOCK_NAME.test(lock)) {
+  /** Where a claim's notification is: its token names it. */
+  private placeOf(claim: PushClaim): { dir: string; held: ItemName; more: boolean } {
+    const [dirName, heldName, more, ...rest] = String(claim?.token).split("/")
+    const held = heldName === undefined ? undefined : itemName(heldName)[0]
+    if (rest.length > 0 || held === undefined || held.until === 0 || (more !== "0" && more !== "1") || dirName !== taskFileName(claim.item.taskId)) {
       throw new TypeError(`${STORE}.push: the claim's token is not one this store gave`)
     }
-    return { dir: path.join(this.root, dirName), item, lock, token }
+    return { dir: path.join(this.root, dirName), held, more: more === "1" }
   }
 
-  /** Whether the claim's lock is still the channel's, with its token. */
+  /** Whether the claim still holds its notification (no claim after its lease took it over). */
   private async holds(claim: PushClaim): Promise<boolean> {
-    const { dir, lock, token } = this.placeOf(claim)
-    return (await this.readJson<Lock>(path.join(dir, lock)))?.token === token
+    const { dir, held } = this.placeOf(claim)
+    try {
+      await this.host.fs.stat(path.join(dir, held.name))
+      return true
+    } catch (err) {
+      if (isMissing(err)) return false
+      throw err
+    }
   }
 
-  /** Ends the claim's lease, unless another instance holds the channel by now. */
+  /** Ends the claim's hold (unless another claim took it over since); the channel's next claim may be due. */
   private async release(claim: PushClaim): Promise<void> {
-    const { dir, lock } = this.placeOf(claim)
-    if (await this.holds(claim)) await this.remove(path.join(dir, lock))
+    const { dir, held } = this.placeOf(claim)
+    await this.renamed(dir, held.name, held.base)
+    this.markDue(path.basename(dir))
+  }
+
+  /** Holds the claim's notification until `notBefore`, for no claim: it waits for its retry's time. */
+  private async hold(claim: PushClaim, base: string, notBefore: number): Promise<void> {
+    const { dir, held } = this.placeOf(claim)
+    await this.renamed(dir, held.name, `${base}~${padded(notBefore)}~${WAITING}`)
+  }
+
+  /** Renames `from` to `to` in `dir`; false when `from` is gone (another process renamed or removed it first). */
+  private async renamed(dir: string, from: string, to: string): Promise<boolean> {
+    try {
+      await this.host.fs.rename(path.join(dir, from), path.join(dir, to))
+      return true
+    } catch (err) {
+      if (isMissing(err)) return false
+      throw err
+    }
   }
 
   /** The Task id of a directory whose name is a hash: from any whole file in it. */
@@ -409,14 +540,36 @@ export class FilePushStore implements PushStore {
     return names
   }
 
+  /** The current configs among `names`, in id order, through the cache (for the store's own use: the records are shared). */
   private async configsIn(dir: string, names: string[]): Promise<PushConfigRecord[]> {
     const configs: PushConfigRecord[] = []
-    for (const name of names) {
-      if (!name.startsWith(CONFIG) || !name.endsWith(".json")) continue
-      const config = await this.readJson<PushConfigRecord>(path.join(dir, name))
+    for (const name of currentConfigs(names).values()) {
+      const config = await this.record<PushConfigRecord>(path.join(dir, name))
       if (config !== undefined) configs.push(config)
     }
-    return configs.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    return configs.sort(byId)
+  }
+
+  /**
+   * A config or a notification, read once: neither file changes (a put or a
+   * failed attempt writes a new name); a held notification is read from its
+   * held name `readFrom`, and cached by the one it was written under. Shared between callers: for the
+   * store's own use (the sender does not change a claim), never handed to a
+   * peer.
+   */
+  private async record<T>(file: string, readFrom = file): Promise<T | undefined> {
+    const cached = this.records.get(file)
+    if (cached !== undefined) return cached.record as T
+    const text = await this.readText(readFrom)
+    const record = text === undefined ? undefined : parseJson<T>(text)
+    this.remember(file, record, text)
+    return record
+  }
+
+  /** Keeps what `file` holds in the cache. */
+  private remember(file: string, record: unknown, text: string | undefined): void {
+    if (record === undefined || text === undefined) this.records.delete(file)
+    else this.records.set(file, { record, bytes: CACHED_RECORD_HEAP_BYTES + textHeapBytes(text) })
   }
 
   private async names(dir: string): Promise<string[]> {
@@ -430,17 +583,17 @@ export class FilePushStore implements PushStore {
 
   /** The file's JSON; undefined when it is missing or not whole (a file being written is not read as anything). */
   private async readJson<T>(file: string): Promise<T | undefined> {
-    let text: string
+    const text = await this.readText(file)
+    return text === undefined ? undefined : parseJson<T>(text)
+  }
+
+  /** The file's text; undefined when it is missing. */
+  private async readText(file: string): Promise<string | undefined> {
     try {
-      text = await this.host.fs.readFile(file, "utf8")
+      return await this.host.fs.readFile(file, "utf8")
     } catch (err) {
       if (isMissing(err)) return undefined
       throw new Error(`${STORE} could not read ${file}: ${(err as Error).message}`, { cause: err })
-    }
-    try {
-      return JSON.parse(text) as T
-    } catch {
-      return undefined
     }
   }
 
@@ -460,35 +613,6 @@ export class FilePushStore implements PushStore {
       await handle.sync()
     } finally {
       await handle.close()
-    }
-  }
-
-  /**
-   * Creates `name` in `dir` holding `text`, whole or not at all: false when
-   * it exists. Written to a tmp file and linked into place (a link never
-   * replaces), so a process killed mid-way never leaves an empty lock that
-   * others would take as held; a file system layer without link creates it
-   * with "wx" and writes it.
-   */
-  private async createWhole(dir: string, name: string, text: string): Promise<boolean> {
-    const file = path.join(dir, name)
-    const files = this.host.fs
-    try {
-      if (files.link === undefined) {
-        await this.writeNew(file, text)
-        return true
-      }
-      const tmp = path.join(dir, tmpFileName(name, process.pid, ++tmpCounter))
-      await this.writeNew(tmp, text)
-      try {
-        await files.link(tmp, file)
-      } finally {
-        await this.remove(tmp)
-      }
-      return true
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "EEXIST") return false
-      throw err
     }
   }
 
@@ -520,15 +644,48 @@ export class FilePushStore implements PushStore {
 
 const EMPTY = { id: "", status: { state: "submitted" } } as unknown as A2ATask
 
+function configName(name: string): Array<{ name: string; version: number; configFile: string }> {
+  const match = CONFIG_NAME.exec(name)
+  return match ? [{ name, version: Number(match[1]), configFile: match[2] }] : []
+}
+
+/** Each config's newest file name, by config file. */
+function currentConfigs(names: readonly string[]): Map<string, string> {
+  const newest = new Map<string, { name: string; version: number }>()
+  for (const config of names.flatMap(configName)) {
+    if ((newest.get(config.configFile)?.version ?? -1) < config.version) newest.set(config.configFile, config)
+  }
+  return new Map([...newest].map(([configFile, { name }]) => [configFile, name]))
+}
+
+const byId = (a: PushConfigRecord, b: PushConfigRecord) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+
+function itemFileName(seq: number, pid: number, attempts: number, configFile: string): string {
+  return `${ITEM}${padded(seq)}-${pid}-${attempts}-${configFile}`
+}
+
 function itemName(name: string): ItemName[] {
   const match = ITEM_NAME.exec(name)
-  return match ? [{ name, seq: Number(match[1]), pid: Number(match[2]), configFile: match[3] }] : []
+  if (!match) return []
+  const [, seq, pid, attempts, configFile, until] = match
+  // A held name is its base, "~", 16 digits, "~" and the token.
+  const base = until === undefined ? name : name.slice(0, name.length - until.length - match[6].length - 2)
+  return [{ name, base, seq: Number(seq), pid: Number(pid), attempts: Number(attempts), configFile, until: until === undefined ? 0 : Number(until) }]
 }
 
 /** A config id's file name: the Task-file encoding, or its hash when that would be long. */
 function configFileName(id: string): string {
   const name = taskFileName(id)
   return name.length <= MAX_CONFIG_NAME ? name : "~~" + createHash("sha256").update(id, "utf8").digest("hex") + ".json"
+}
+
+/** The JSON in `text`; undefined when it is not whole. */
+function parseJson<T>(text: string): T | undefined {
+  try {
+    return JSON.parse(text) as T
+  } catch {
+    return undefined
+  }
 }
 
 function isMissing(err: unknown): boolean {

@@ -46,10 +46,7 @@ const CACHED_READ_HEAP_BYTES = 512
 
 /** A file's text as read, and the stat that says it is still the same file. */
 interface CachedRead {
-  ino: number
-  size: number
-  mtimeMs: number
-  ctimeMs: number
+  stamp: FileStamp
   text: string
   /** The id of the Task in the text. */
   id: string
@@ -95,7 +92,9 @@ const defaultFileSystem: FileSystem = {
   open: openFile,
   rename: (from, to) => viaCallback((done) => fs.rename(from, to, done)),
   link: (from, to) => viaCallback((done) => fs.link(from, to, done)),
-  rm: (path, options) => fsp.rm(path, options),
+  // A file is unlinked in one call (fsp.rm looks first); a directory goes through fsp.rm.
+  rm: (path, options) =>
+    options.recursive ? fsp.rm(path, options) : viaCallback((done) => fs.unlink(path, (err) => done(err?.code === "ENOENT" ? null : err))),
   readdir: (path) => fsp.readdir(path),
   readFile: (path, encoding) => viaCallback<string>((done) => fs.readFile(path, encoding, done)),
   stat: (path) => viaCallback<fs.Stats>((done) => fs.stat(path, done)),
@@ -241,19 +240,19 @@ export class FileTaskStore implements TaskStore {
       if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined
       throw new Error(`FileTaskStore could not read ${file}: ${(err as Error).message}`, { cause: err })
     }
-    const { ino, size, ctimeMs, mtimeMs } = stats
     const cached = this.readCache.get(file)
     let read: { text: string; id: string; task?: A2ATask }
-    if (cached && cached.ino === ino && cached.size === size && cached.mtimeMs === mtimeMs && cached.ctimeMs === ctimeMs) {
+    if (cached && unchanged(cached.stamp, stats)) {
+      // A save's stamp has no ctime (its rename changes it): the first stat after it gives it.
+      cached.stamp.ctimeMs ??= stats.ctimeMs
       read = cached
     } else {
       const text = await this.readText(file)
       if (text === undefined) return undefined
       const task = this.parse(file, text)
       read = { text, id: task.id, task }
-      if (ino !== undefined && size !== undefined && ctimeMs !== undefined) {
-        this.readCache.set(file, { ino, size, mtimeMs, ctimeMs, text, id: task.id })
-      }
+      const stamp = stampOf(stats)
+      if (stamp !== undefined && stamp.ctimeMs !== undefined) this.readCache.set(file, { stamp, text, id: task.id })
     }
     // A hashed file name could in theory be shared by two ids; the id inside decides.
     if (read.id !== id) throw new Error(`FileTaskStore found a file at ${file} that does not hold task ${JSON.stringify(id)}`)
@@ -301,11 +300,13 @@ export class FileTaskStore implements TaskStore {
       const plan = await this.pushFiles.prepare(id, notified, Date.now())
       if (plan === undefined) return this.writeDurably(file, text, key)
       try {
-        await this.writeDurably(file, JSON.stringify(withPushSeq(JSON.parse(text) as A2ATask, plan.seq)), key)
+        // Kept in the read cache: the sender reads the Task's pushSeq soon after.
+        await this.writeDurably(file, JSON.stringify(withPushSeq(JSON.parse(text) as A2ATask, plan.seq)), key, true)
       } catch (err) {
         await plan.undo()
         throw err
       }
+      plan.landed()
     })
   }
 
@@ -456,7 +457,8 @@ export class FileTaskStore implements TaskStore {
     await Promise.all([this.directory.current?.catch(() => {}), this.writes.idle(), this.retention?.stop()])
   }
 
-  private async writeDurably(file: string, text: string, key: ListKey): Promise<void> {
+  /** `cache`: keep the text in the read cache (it always is when the index needs the file's stamp anyway). */
+  private async writeDurably(file: string, text: string, key: ListKey, cache = false): Promise<void> {
     const { tmp, handle } = await this.openTmpFile(file)
     let stamp
     try {
@@ -468,12 +470,13 @@ export class FileTaskStore implements TaskStore {
       }
       // Stamped before the rename, so the stamp is of this very file (after it, another process's may be in place).
       // Without its ctime: the rename changes that, and an unknown ctime is taken from the next stat.
-      if (this.index.active) stamp = withoutCtime(stampOf(await this.fs.stat(tmp)))
+      if (this.index.active || cache) stamp = withoutCtime(stampOf(await this.fs.stat(tmp)))
       await this.fs.rename(tmp, file)
     } catch (err) {
       await this.fs.rm(tmp, { force: true }).catch(() => {})
       throw err
     }
+    if (stamp !== undefined) this.readCache.set(file, { stamp: { ...stamp }, text, id: key.id })
     this.index.saved(path.basename(file), key, stamp)
     await this.directorySyncs.request()
   }
