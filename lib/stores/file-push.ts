@@ -102,6 +102,8 @@ interface Due {
   marks: number
   /** The highest pushSeq this process saw its Task saved with: notifications up to it are deliverable without reading the Task. */
   landed: number
+  /** A notification waits behind a held one in its channel: settling that one makes the directory due. */
+  waiting?: boolean
 }
 
 
@@ -326,7 +328,7 @@ export class FilePushStore implements PushStore {
         // Marked due meanwhile (a save landed, a claim settled): what this look saw is out of date.
         if ((this.due.get(dirName)?.marks ?? 0) === marks) {
           if (found.nextLook === undefined) this.due.delete(dirName)
-          else this.due.set(dirName, { at: found.nextLook, marks, landed: Math.max(found.landed, this.due.get(dirName)?.landed ?? 0) })
+          else this.due.set(dirName, { at: found.nextLook, marks, landed: Math.max(found.landed, this.due.get(dirName)?.landed ?? 0), waiting: found.waiting })
         }
         for (const claim of found.claims) {
           if (claims.length < limit) claims.push(claim)
@@ -340,6 +342,17 @@ export class FilePushStore implements PushStore {
     return claims.sort((a, b) => a.item.seq - b.item.seq)
   }
 
+  /**
+   * A claim of the directory was settled: it is due again when the channel
+   * had more when claimed, or a look since found one waiting behind a held
+   * notification. Either way a look under way when it settled is out of date.
+   */
+  private settled(dirName: string, more: boolean): void {
+    const due = this.due.get(dirName)
+    if (more || due?.waiting) this.markDue(dirName)
+    else if (due !== undefined) due.marks++
+  }
+
   /** The Task directory may hold a notification due now: the next claim reads it. `landed`: its Task was saved with this pushSeq. */
   private markDue(dirName: string, landed = 0): void {
     const due = this.due.get(dirName)
@@ -351,7 +364,13 @@ export class FilePushStore implements PushStore {
    * due and not held, each now held for the lease; and when the directory
    * is next worth a look (undefined: it holds no notification).
    */
-  private async claimIn(dirName: string, limit: number, leaseMs: number, now: number, room: () => boolean): Promise<{ claims: PushClaim[]; nextLook?: number; landed: number }> {
+  private async claimIn(
+    dirName: string,
+    limit: number,
+    leaseMs: number,
+    now: number,
+    room: () => boolean,
+  ): Promise<{ claims: PushClaim[]; nextLook?: number; landed: number; waiting?: boolean }> {
     const dir = path.join(this.root, dirName)
     const names = await this.names(dir)
     // A notification written anew (a failed attempt) whose old name a crash left: the newer one counts.
@@ -367,7 +386,9 @@ export class FilePushStore implements PushStore {
     const configNames = currentConfigs(names)
     const claims: PushClaim[] = []
     let nextLook = Infinity
+    let waiting = false
     const lookAt = (at: number) => (nextLook = Math.min(nextLook, at))
+    const behind = (head: ItemName) => items.some((other) => other.configFile === head.configFile && other.seq > head.seq)
     for (const head of heads.values()) {
       if (!room() || claims.length >= limit) {
         lookAt(now)
@@ -384,6 +405,7 @@ export class FilePushStore implements PushStore {
         continue
       }
       if (head.until > now) {
+        waiting ||= behind(head)
         lookAt(head.until)
         continue
       }
@@ -398,8 +420,8 @@ export class FilePushStore implements PushStore {
       const item = await this.record<PushOutboxItem>(path.join(dir, head.base), path.join(dir, held))
       const configName = configNames.get(head.configFile)
       const config = configName === undefined ? undefined : await this.record<PushConfigRecord>(path.join(dir, configName))
-      // Whether the channel had more: only then does settling this one make the directory due again.
-      const more = items.some((other) => other.configFile === head.configFile && other.seq > head.seq)
+      // Whether the channel had more: then settling this one makes the directory due again.
+      const more = behind(head)
       const claim = { item: item!, config: config!, token: `${dirName}/${held}/${more ? 1 : 0}` }
       if (item === undefined || config === undefined) {
         // A config deleted since the listing (its notifications go with it), or a file a crash of the machine left unreadable.
@@ -415,7 +437,7 @@ export class FilePushStore implements PushStore {
         claims.push(claim)
       }
     }
-    return { claims, nextLook, landed }
+    return { claims, nextLook, landed, waiting }
   }
 
   async ack(claim: PushClaim): Promise<void> {
@@ -423,8 +445,7 @@ export class FilePushStore implements PushStore {
     // Held by another claim since this one's lease ran out, it is left to that claim: sent again, at least once.
     await this.remove(path.join(dir, held.name))
     this.records.delete(path.join(dir, held.base))
-    // The channel's next, if it had one when claimed (one saved since made the directory due when its save landed).
-    if (more) this.markDue(path.basename(dir))
+    this.settled(path.basename(dir), more)
   }
 
   async retryLater(claim: PushClaim, notBefore: number, error: string): Promise<void> {
