@@ -435,6 +435,26 @@ t.test("through the plugin: the runner's transitions reach the webhook, signed, 
   t.equal((await app.inject({ method: "GET", url: "/agents/desk/.well-known/agent-card.json" })).statusCode, 200)
 })
 
+t.test("a save wakes the sender only when it enqueued something (or its store cannot say)", async (t) => {
+  const store = new InMemoryTaskStore()
+  let wakes = 0
+  const save = transitionSaver(store, { store: store.push, enqueued: () => wakes++ })
+  await save(sampleTask("quiet", "working"))
+  t.equal(wakes, 0, "no webhook: no wake")
+  await store.push.putConfig(hookConfig("loud", "https://hooks.example.com/a"))
+  await save(sampleTask("loud", "working"))
+  t.equal(wakes, 1, "a webhook: woken once for the save")
+  const done = { ...sampleTask("loud", "completed"), artifacts: [{ artifactId: "a-1", parts: [{ kind: "text", text: "x" }] }] } as A2ATask
+  await save(done, done.artifacts![0])
+  t.equal(wakes, 2, "one wake for a save that enqueued two")
+
+  // A host store whose saveWithEvent resolves with nothing: every save wakes the sender.
+  const vague = { ...store.push, saveWithEvent: async (task: A2ATask) => void (await store.save(task)) }
+  let vagueWakes = 0
+  await transitionSaver(store, { store: vague, enqueued: () => vagueWakes++ })(sampleTask("quiet", "completed"))
+  t.equal(vagueWakes, 1)
+})
+
 t.test("through the plugin: no JWKS route without a key; push: false saves as before and sends nothing", async (t) => {
   const hook = await receiver(t)
   const store = new RecordingStore()

@@ -77,8 +77,8 @@ export function pushStoreContract(name: string, harness: PushHarness): void {
   t.test(`${name}: saveWithEvent enqueues one notification per config, and claims give each channel its lowest first`, async (t) => {
     const { store } = await harness.make(t)
     const push = pushOf(store)
-    await push.saveWithEvent(sampleTask("quiet"), event(sampleTask("quiet")))
-    t.same(await push.claim("i-1", 10, LONG_LEASE, Date.now()), [], "a Task without configs enqueues nothing")
+    t.equal(await push.saveWithEvent(sampleTask("quiet"), event(sampleTask("quiet"))), 0, "a Task without configs enqueues nothing, and says so")
+    t.same(await push.claim("i-1", 10, LONG_LEASE, Date.now()), [], "nothing to claim")
     t.equal((await store.get("quiet"))?.status.state, "submitted", "and is saved")
 
     await store.save(sampleTask("t-1"))
@@ -125,8 +125,9 @@ export function pushStoreContract(name: string, harness: PushHarness): void {
     await push.putConfig(config("t-1", "a"))
     await push.putConfig(config("t-1", "b"))
     const done = sampleTask("t-1", "completed")
+    t.equal(await push.saveWithEvent(sampleTask("t-1", "working")), 0, "no event: a plain save, nothing enqueued")
     // A completion: its artifact, then its status, in one save.
-    await push.saveWithEvent(done, { kind: "artifact", task: done, artifactIndex: 0 }, event(done))
+    t.equal(await push.saveWithEvent(done, { kind: "artifact", task: done, artifactIndex: 0 }, event(done)), 4, "two events for two configs: four notifications")
     const kinds = async () => {
       const claims = await push.claim("i-1", 10, LONG_LEASE, Date.now())
       for (const claim of claims) await push.ack(claim)

@@ -9,7 +9,7 @@ import type { A2AArtifact, A2ATask } from "../types.js"
  */
 export type SaveTransition = (task: A2ATask, artifact?: A2AArtifact) => Promise<void>
 
-/** Push delivery as the savers see it: the store's outbox, and the local sender to wake once a save enqueued. */
+/** Push delivery as the savers see it: the store's outbox, and the local sender to wake once a save enqueued something. */
 export interface PushOutbox {
   store: PushStore
   enqueued: () => void
@@ -21,8 +21,9 @@ export function transitionSaver(store: TaskStore, push?: PushOutbox): SaveTransi
   return async (task, artifact) => {
     const status: PushEvent = { kind: "status", task }
     const index = artifact ? (task.artifacts?.indexOf(artifact) ?? -1) : -1
-    if (index >= 0) await push.store.saveWithEvent(task, { kind: "artifact", task, artifactIndex: index }, status)
-    else await push.store.saveWithEvent(task, status)
-    push.enqueued()
+    const enqueued =
+      index >= 0 ? await push.store.saveWithEvent(task, { kind: "artifact", task, artifactIndex: index }, status) : await push.store.saveWithEvent(task, status)
+    // A Task without webhooks enqueued nothing: its save does not wake the sender.
+    if (enqueued !== 0) push.enqueued()
   }
 }

@@ -85,13 +85,14 @@ export interface FilePushHost {
   stored(id: string): Promise<A2ATask | undefined>
   /** Runs `write` in the Task's write order (after its saves and deletes called before). */
   inOrder<T>(id: string, write: () => Promise<T>): Promise<T>
-  /** The store's save, with the events' notifications (it calls `prepare` inside the write order). */
-  saveWithEvent(task: A2ATask, events: readonly PushEvent[]): Promise<void>
+  /** The store's save, with the events' notifications (it calls `prepare` inside the write order); resolves with how many it enqueued. */
+  saveWithEvent(task: A2ATask, events: readonly PushEvent[]): Promise<number>
 }
 
-/** What a save does about push: the pushSeq the Task carries, how to take its notifications back if the save fails, and what to do once it landed. */
+/** What a save does about push: the pushSeq the Task carries, how many notifications it wrote, how to take them back if the save fails, and what to do once it landed. */
 export interface PushPlan {
   seq: number
+  written: number
   undo(): Promise<void>
   landed(): void
 }
@@ -249,7 +250,7 @@ export class FilePushStore implements PushStore {
     })
   }
 
-  saveWithEvent(task: A2ATask, ...events: PushEvent[]): Promise<void> {
+  saveWithEvent(task: A2ATask, ...events: PushEvent[]): Promise<number> {
     return this.host.saveWithEvent(task, events)
   }
 
@@ -279,7 +280,7 @@ export class FilePushStore implements PushStore {
     const orphans = items.filter((item) => item.seq > stored && (item.pid === process.pid || !isProcessAlive(item.pid)))
     for (const orphan of orphans) await this.remove(path.join(dir, orphan.name))
     const configs = events.length === 0 ? [] : await this.configsIn(dir, names)
-    if (configs.length === 0) return { seq: stored, undo: async () => {}, landed: () => {} }
+    if (configs.length === 0) return { seq: stored, written: 0, undo: async () => {}, landed: () => {} }
     const first = Math.max(stored, ...items.map((item) => item.seq)) + 1
     const written: string[] = []
     const undo = async () => {
@@ -302,7 +303,7 @@ export class FilePushStore implements PushStore {
       throw err
     }
     const seq = first + events.length - 1
-    return { seq, undo, landed: () => this.markDue(dirName, seq) }
+    return { seq, written: written.length, undo, landed: () => this.markDue(dirName, seq) }
   }
 
   /** Removes a deleted Task's push directory (configs, notifications, dead letters). */

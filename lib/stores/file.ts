@@ -272,15 +272,15 @@ export class FileTaskStore implements TaskStore {
     }
   }
 
-  save(task: A2ATask): Promise<void> {
-    return this.saveWithEvent(task, [])
+  async save(task: A2ATask): Promise<void> {
+    await this.saveWithEvent(task, [])
   }
 
   /**
    * save(), and for a Task with push configs the events' notifications,
    * written before the Task, which carries the last one's seq (see FilePushStore).
    */
-  private saveWithEvent(task: A2ATask, events: readonly PushEvent[]): Promise<void> {
+  private saveWithEvent(task: A2ATask, events: readonly PushEvent[]): Promise<number> {
     let file: string
     let text: string
     let notified: string[]
@@ -298,7 +298,10 @@ export class FileTaskStore implements TaskStore {
     return this.writes.run(id, async () => {
       await this.open()
       const plan = await this.pushFiles.prepare(id, notified, Date.now())
-      if (plan === undefined) return this.writeDurably(file, text, key)
+      if (plan === undefined) {
+        await this.writeDurably(file, text, key)
+        return 0
+      }
       try {
         // Kept in the read cache: the sender reads the Task's pushSeq soon after.
         await this.writeDurably(file, JSON.stringify(withPushSeq(JSON.parse(text) as A2ATask, plan.seq)), key, true)
@@ -307,6 +310,7 @@ export class FileTaskStore implements TaskStore {
         throw err
       }
       plan.landed()
+      return plan.written
     })
   }
 

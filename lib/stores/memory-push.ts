@@ -147,12 +147,12 @@ export class MemoryPushStore implements PushStore {
     this.dropChannel(channelKey(taskId, id))
   }
 
-  async saveWithEvent(task: A2ATask, ...events: PushEvent[]): Promise<void> {
+  async saveWithEvent(task: A2ATask, ...events: PushEvent[]): Promise<number> {
     // One synchronous step: no other call can run between the save and the enqueue.
     const overridden = this.host.save(task)
     if (overridden !== undefined) await overridden
     const ofTask = this.configs.get(task.id)
-    if (events.length === 0 || ofTask === undefined) return
+    if (events.length === 0 || ofTask === undefined) return 0
     const owner = ownerOf(task)
     const now = Date.now()
     const configIds = [...ofTask.keys()].sort()
@@ -172,6 +172,7 @@ export class MemoryPushStore implements PushStore {
       }
     }
     this.makeRoom(owner)
+    return events.length * configIds.length
   }
 
   async claim(instance: string, limit: number, leaseMs: number, now: number): Promise<PushClaim[]> {

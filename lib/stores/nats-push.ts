@@ -37,7 +37,7 @@ export interface NatsPushHost {
   purgeSubjects(filters: string[]): Promise<void>
   /** The stored Task, or undefined. */
   readTask(id: string): Promise<A2ATask | undefined>
-  saveWithEvent(task: A2ATask, events: readonly PushEvent[]): Promise<void>
+  saveWithEvent(task: A2ATask, events: readonly PushEvent[]): Promise<number>
   /** Runs `write` in the Task's write order. */
   inOrder<T>(id: string, write: () => Promise<T>): Promise<T>
   /** The key of a Task or config id (natsKey). */
@@ -139,7 +139,7 @@ export class NatsPushStore implements PushStore {
     }
   }
 
-  saveWithEvent(task: A2ATask, ...events: PushEvent[]): Promise<void> {
+  saveWithEvent(task: A2ATask, ...events: PushEvent[]): Promise<number> {
     return this.host.saveWithEvent(task, events)
   }
 

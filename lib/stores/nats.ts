@@ -196,12 +196,12 @@ export class NatsTaskStore implements TaskStore {
     return entry?.operation === "PUT" ? this.taskIn(entry, id) : undefined
   }
 
-  save(task: A2ATask): Promise<void> {
-    return this.saveWithEvent(task, [])
+  async save(task: A2ATask): Promise<void> {
+    await this.saveWithEvent(task, [])
   }
 
   /** save(), and with events their notifications, written before the Task, which carries the last one's seq (see NatsPushStore). */
-  private async saveWithEvent(task: A2ATask, events: readonly PushEvent[]): Promise<void> {
+  private async saveWithEvent(task: A2ATask, events: readonly PushEvent[]): Promise<number> {
     this.assertOpen()
     assertTask(task, "NatsTaskStore")
     const key = natsKey(task.id)
@@ -406,7 +406,8 @@ export class NatsTaskStore implements TaskStore {
    * Notifications of an attempt that did not land are left above the stored
    * pushSeq, never sent: the next attempt (or save) writes its own over them.
    */
-  private async write(id: string, key: string, text: string, givenSeq: number, events: readonly string[]): Promise<void> {
+  /** Resolves with how many notifications the save enqueued. */
+  private async write(id: string, key: string, text: string, givenSeq: number, events: readonly string[]): Promise<number> {
     const { tasks } = await this.connection.get()
     // The configs are read beside the Task, so a Task without them costs no extra round trip.
     const configsRead = events.length === 0 ? undefined : withContext(`read the push configs of task ${quote(id)}`, () => this.pushBook.configsOf(id))
@@ -428,7 +429,7 @@ export class NatsTaskStore implements TaskStore {
       try {
         // Revision 0 means "no entry yet"; a delete marker has a revision like any entry.
         await tasks.put(key, value, { previousSeq: entry?.revision ?? 0 })
-        return
+        return configs === undefined ? 0 : configs.length * events.length
       } catch (err) {
         if (!isWrongLastSequence(err)) throw new Error(`NatsTaskStore could not save task ${quote(id)}: ${messageOf(err)}`, { cause: err })
         if (attempt >= MAX_SAVE_ATTEMPTS) {

@@ -98,7 +98,8 @@ export function saveWithEventSql(table: string, written: string): string {
              CROSS JOIN LATERAL jsonb_array_elements($9::jsonb) WITH ORDINALITY AS e(event, n)
              ORDER BY e.n, c.id
             RETURNING seq)
-          SELECT pg_notify($7, w.id), (SELECT count(*) FROM (SELECT pg_notify($11, $1) FROM queued LIMIT 1) AS woken)
+          SELECT pg_notify($7, w.id), (SELECT count(*) FROM (SELECT pg_notify($11, $1) FROM queued LIMIT 1) AS woken),
+                 (SELECT count(*) FROM queued)::int AS queued
             FROM written w`
 }
 
@@ -122,8 +123,8 @@ interface OutboxRow {
 export interface PostgresPushHost {
   table: string
   pool(): Promise<PgQueryable>
-  /** The store's save, with the events enqueued by the same statement. */
-  saveWithEvent(task: A2ATask, events: readonly PushEvent[]): Promise<void>
+  /** The store's save, with the events enqueued by the same statement; resolves with how many it enqueued. */
+  saveWithEvent(task: A2ATask, events: readonly PushEvent[]): Promise<number>
   /** LISTEN on the outbox channel (the store's change listener for it). */
   watchOutbox(onDue: () => void): Promise<() => Promise<void>>
 }
@@ -163,7 +164,7 @@ export class PostgresPushStore implements PushStore {
     await pool.query(this.sql.deleteConfig, [textKey(taskId), textKey(String(id))])
   }
 
-  saveWithEvent(task: A2ATask, ...events: PushEvent[]): Promise<void> {
+  saveWithEvent(task: A2ATask, ...events: PushEvent[]): Promise<number> {
     return this.host.saveWithEvent(task, events)
   }
 

@@ -266,12 +266,12 @@ export class PostgresTaskStore implements TaskStore {
     return this.read(id)
   }
 
-  save(task: A2ATask): Promise<void> {
-    return this.saveWithEvent(task, [])
+  async save(task: A2ATask): Promise<void> {
+    await this.saveWithEvent(task, [])
   }
 
   /** save(), and with events their notifications, enqueued by the same statement (see PostgresPushStore). */
-  private saveWithEvent(task: A2ATask, events: readonly PushEvent[]): Promise<void> {
+  private saveWithEvent(task: A2ATask, events: readonly PushEvent[]): Promise<number> {
     try {
       this.assertOpen()
       // Everything is read from the Task before the first await: a caller changing it after save() changes nothing stored.
@@ -400,14 +400,15 @@ export class PostgresTaskStore implements TaskStore {
     return rows.length === 0 ? undefined : taskFrom(rows[0].task, id)
   }
 
-  private async write(id: string, row: ReturnType<typeof rowOf>, event: string | undefined): Promise<void> {
+  /** Resolves with how many notifications the save enqueued. */
+  private async write(id: string, row: ReturnType<typeof rowOf>, event: string | undefined): Promise<number> {
     const pool = await this.pool()
     const params = [row.id, row.document, row.state, row.statusTs, row.contextId, row.owner, this.channel, TERMINAL]
     const [statement, values] = event === undefined ? [this.sql.save, params] : [this.sql.saveWithEvent, [...params, event, Date.now(), `${this.channel}_push`]]
     // A refused row deleted before it was read back leaves room to insert: try again, a few times at most.
     for (let attempt = 1; ; attempt++) {
-      const written = await pool.query(statement, values)
-      if (written.rowCount === 1) return
+      const written = await pool.query<{ queued?: number }>(statement, values)
+      if (written.rowCount === 1) return written.rows[0]?.queued ?? 0
       const stored = await this.read(id)
       if (stored !== undefined && TERMINAL_STATES.has(stored.status.state)) throw new TaskConflictError(id, stored)
       if (attempt >= 3) throw new Error(`PostgresTaskStore could not save task ${JSON.stringify(id.slice(0, 128))}: its row kept changing`)

@@ -33,8 +33,12 @@ export interface PushStore {
    * acknowledged save is left without its notifications, and no notification
    * reports a save that did not land (a store may write the notifications
    * first and treat them as pending until the Task's save is seen).
+   * Resolves with how many notifications it enqueued (0: the Task has no
+   * configs, or no event was given), so the server wakes its sender only
+   * when there is something to send; a store that cannot tell resolves with
+   * nothing, and the sender is woken after every save.
    */
-  saveWithEvent(task: A2ATask, ...events: PushEvent[]): Promise<void>
+  saveWithEvent(task: A2ATask, ...events: PushEvent[]): Promise<number | void>
   /**
    * Takes up to `limit` notifications that are due (`notBefore` <= `now`)
    * for `instance` for `leaseMs`: for each config of each Task only the
