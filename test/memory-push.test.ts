@@ -204,6 +204,34 @@ t.test("bounds: configs past maxConfigBytes are refused; the outbox past maxOutb
   t.ok(lightClaim, "the light owner's notification is still there")
 })
 
+t.test("outbox full: a notification being sent is never the one dropped, so its channel's next waits for it", async (t) => {
+  // Each notification counts about 9 KB: the owner's half of 40 KB holds two.
+  const store = new InMemoryTaskStore({ push: { maxOutboxBytes: 40_000, maxDeadLetterBytes: 200_000 } })
+  const { push } = store
+  await push.putConfig(config("t", "c"))
+  const saveNth = async (i: number) => {
+    const task = sampleTask("t", "working", { metadata: { big: "z".repeat(4000), i } })
+    await push.saveWithEvent(task, status(task))
+  }
+  await saveNth(0)
+  const [sending] = await push.claim("me", 10, 60_000, Date.now())
+  t.equal(sending.item.seq, 1)
+  await saveNth(1)
+  await saveNth(2)
+  t.same(
+    (await push.listDeadLetters(10)).map((letter) => letter.seq),
+    [2],
+    "the owner's oldest not being sent went, not the one under way",
+  )
+  t.same(await push.claim("me", 10, 60_000, Date.now()), [], "the channel is still held by the one under way")
+  await push.ack(sending)
+  t.same(
+    (await push.claim("me", 10, 60_000, Date.now())).map((claim) => claim.item.seq),
+    [3],
+    "after it, the channel's next",
+  )
+})
+
 t.test("options are checked", async (t) => {
   t.throws(() => new InMemoryTaskStore({ push: { maxDeadLetters: 0 } }), { message: "InMemoryTaskStore: opts.push.maxDeadLetters should be a positive integer" })
   const store = new InMemoryTaskStore({ maxBytes: 8_000_000 })

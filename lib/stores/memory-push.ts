@@ -285,20 +285,44 @@ export class MemoryPushStore implements PushStore {
     }
   }
 
-  /** Past the outbox bounds, the oldest notifications go to the dead letters: the saving owner's past its half, the heaviest owner's past the total. */
+  /**
+   * Past the outbox bounds, the oldest notifications go to the dead letters:
+   * the saving owner's past its half, the heaviest owner's past the total.
+   * Never one being sent (its channel's claimed head): its channel's next
+   * would be handed out while it is still under way. Those few (at most one
+   * per channel) may keep the outbox over its bound until they settle.
+   */
   private makeRoom(saver: Owner): void {
     const { maxOutboxBytes } = this.limits
     const reason = `outbox full: undelivered notifications passed push.maxOutboxBytes (${maxOutboxBytes} bytes) in InMemoryTaskStore`
-    while ((this.outboxBytesOf.get(saver) ?? 0) > maxOutboxBytes / 2) this.bury(this.oldestOf(saver)!, reason)
+    const now = Date.now()
+    while ((this.outboxBytesOf.get(saver) ?? 0) > maxOutboxBytes / 2) {
+      const oldest = this.oldestOf(saver, now)
+      if (oldest === undefined) break
+      this.bury(oldest, reason)
+    }
+    const spared = new Set<Owner>()
     while (this.outboxBytes > maxOutboxBytes) {
-      let heaviest: Owner = saver
-      for (const [owner, bytes] of this.outboxBytesOf) if (bytes > (this.outboxBytesOf.get(heaviest) ?? 0)) heaviest = owner
-      this.bury(this.oldestOf(heaviest)!, reason)
+      let heaviest: Owner | undefined
+      for (const [owner, bytes] of this.outboxBytesOf) {
+        if (!spared.has(owner) && (heaviest === undefined || bytes > (this.outboxBytesOf.get(heaviest) ?? 0))) heaviest = owner
+      }
+      if (heaviest === undefined) break
+      const oldest = this.oldestOf(heaviest, now)
+      if (oldest === undefined) spared.add(heaviest)
+      else this.bury(oldest, reason)
     }
   }
 
-  private oldestOf(owner: Owner): string | undefined {
-    for (const [key, stored] of this.items) if (stored.owner === owner) return key
+  /** The owner's oldest notification not being sent now. */
+  private oldestOf(owner: Owner, now: number): string | undefined {
+    for (const [key, stored] of this.items) if (stored.owner === owner && !this.isBeingSent(key, stored, now)) return key
     return undefined
+  }
+
+  /** Whether the notification is its channel's head, claimed under a lease that has not run out. */
+  private isBeingSent(key: string, stored: StoredItem, now: number): boolean {
+    const channel = this.channels.get(channelKey(stored.item.taskId, stored.item.configId))
+    return channel?.keys[0] === key && channel.claim !== undefined && channel.claim.until > now
   }
 }
