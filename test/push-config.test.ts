@@ -112,12 +112,25 @@ t.test("a config belongs to its Task's owner: another principal gets the same 't
 })
 
 t.test("limits: 10 configs per Task, URL, token, credentials and scheme; each refused with -32602 naming the field and the limit", async (t) => {
-  const { call, task } = await app(t)
+  const { call, task, store } = await app(t)
   const taskId = await task()
   for (let i = 0; i < 10; i++) t.ok((await call("CreateTaskPushNotificationConfig", { taskId, id: `h${i}`, url: HOOK }, V1)).result, `config ${i + 1}`)
   const eleventh = await call("CreateTaskPushNotificationConfig", { taskId, id: "h10", url: HOOK }, V1)
   t.match(eleventh.error, { code: -32602, message: /^Invalid params: params would be push notification config 11 of task .*; a Task has at most 10: delete one/ })
   t.ok((await call("CreateTaskPushNotificationConfig", { taskId, id: "h3", url: HOOK, token: "new" }, V1)).result, "replacing one at the cap is allowed")
+  // Twenty creates at once, on a store whose listing takes a while: the count each one checks is the count stored, so ten land.
+  const racing = await task()
+  const push = store.push!
+  const list = push.listConfigs.bind(push)
+  push.listConfigs = async (id) => {
+    const configs = await list(id)
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    return configs
+  }
+  const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => call("CreateTaskPushNotificationConfig", { taskId: racing, id: `r${i}`, url: HOOK }, V1)))
+  t.equal(answers.filter((answer) => answer.result).length, 10, "ten created")
+  t.equal(answers.filter((answer) => answer.error?.code === -32602).length, 10, "ten refused")
+  t.equal((await list(racing)).length, 10, "ten stored")
   const cases: Array<[Record<string, unknown>, RegExp]> = [
     [{ url: "http://127.0.0.1:9/" + "a".repeat(2048) }, /^Invalid params: params\.url must be at most 2048 characters$/],
     [{ url: HOOK, token: "t".repeat(8193) }, /^Invalid params: params\.token must be at most 8192 characters$/],

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { checkWebhookUrl, WebhookRefusedError, type AllowList } from "../push/guard.js"
 import type { PushConfigRecord, PushStore } from "../stores/push-store.js"
+import { WriteOrder } from "../stores/write-order.js"
 import { A2AError, ErrorCode, truncate } from "./errors.js"
 import { PUSH_LIMITS, type PushConfigInput, type PushConfigPage, type PushConfigRef } from "./params.js"
 import type { WireVersion } from "./wire.js"
@@ -18,6 +19,9 @@ export interface PushSettings {
  * "not found"), so a config is reached only through a Task the caller may see.
  */
 export class PushConfigs {
+  /** Puts of one Task's configs, one at a time: the count checked is the count stored. */
+  private readonly puts = new WriteOrder()
+
   constructor(private readonly settings: PushSettings) {}
 
   /** Refuses a webhook URL the SSRF guard refuses, with -32602 saying why (`params.url resolves to a private address (10.0.0.5)`). */
@@ -42,16 +46,23 @@ export class PushConfigs {
     return record
   }
 
-  /** Stores the config, refusing a new one past PUSH_LIMITS.configsPerTask (replacing one of the same id is always allowed). */
-  async put(record: PushConfigRecord, field: string): Promise<void> {
-    const existing = await this.settings.store.listConfigs(record.taskId)
-    if (existing.length >= PUSH_LIMITS.configsPerTask && !existing.some((config) => config.id === record.id)) {
-      throw A2AError.invalidParams(
-        field,
-        `would be push notification config ${existing.length + 1} of task ${truncate(record.taskId)}; a Task has at most ${PUSH_LIMITS.configsPerTask}: delete one (DeleteTaskPushNotificationConfig) or reuse its id`,
-      )
-    }
-    await this.settings.store.putConfig(record)
+  /**
+   * Stores the config, refusing a new one past PUSH_LIMITS.configsPerTask
+   * (replacing one of the same id is always allowed). This server's puts of
+   * one Task go one at a time, so concurrent creates cannot pass the limit
+   * together; two replicas creating at the same instant each check alone.
+   */
+  put(record: PushConfigRecord, field: string): Promise<void> {
+    return this.puts.run(record.taskId, async () => {
+      const existing = await this.settings.store.listConfigs(record.taskId)
+      if (existing.length >= PUSH_LIMITS.configsPerTask && !existing.some((config) => config.id === record.id)) {
+        throw A2AError.invalidParams(
+          field,
+          `would be push notification config ${existing.length + 1} of task ${truncate(record.taskId)}; a Task has at most ${PUSH_LIMITS.configsPerTask}: delete one (DeleteTaskPushNotificationConfig) or reuse its id`,
+        )
+      }
+      await this.settings.store.putConfig(record)
+    })
   }
 
   /** Create / set: checks the URL, stores, answers the config as stored. */
