@@ -264,7 +264,7 @@ t.test("a 400 is final: the notification goes to the dead letters at once, logge
   t.equal(dead.length, 1)
   t.match(dead[0].reason, /HTTP 400/)
   t.equal(dead[0].event.task.status.state, "working")
-  t.equal(dead[0].attempts, 0, "no attempt was counted as retryable")
+  t.equal(dead[0].attempts, 1, "its one attempt, the one answered 400, is counted")
   t.equal(hook.received[1].json.statusUpdate.status.state, "TASK_STATE_COMPLETED", "the next notification went on")
   const line = log.lines.find((l) => l.msg === "push notification dead-lettered")
   t.ok(line, "the dead letter is logged")
@@ -286,6 +286,7 @@ t.test("maxAttempts: a receiver that always fails gets exactly that many attempt
   t.equal(hook.received.length, 3, "three attempts")
   const [dead] = await store.push.listDeadLetters(1)
   t.match(dead.reason, /failed 3 times \(maxAttempts\); the last: HTTP 500/)
+  t.equal(dead.attempts, 3, "the letter counts every attempt, the last included")
   t.ok(log.lines.some((l) => l.msg === "push notification dead-lettered"))
 })
 

@@ -171,14 +171,16 @@ export function pushStoreContract(name: string, harness: PushHarness): void {
     t.match(again.item, { key: first.item.key, seq: first.item.seq, attempts: 1, lastError: "HTTP 503" }, "the same notification, one attempt more, any instance")
 
     t.same(await push.listDeadLetters(10), [], "no dead letters yet")
-    await push.deadLetter(again, "HTTP 404 is final")
+    // Its second attempt, the one answered 404, ended it: two in all.
+    await push.deadLetter(again, "HTTP 404 is final", 2)
     const dead = await push.listDeadLetters(10)
-    t.match(dead, [{ key: first.item.key, taskId: "t-1", configId: "a", reason: "HTTP 404 is final", attempts: 1 }], "kept for an operator")
+    t.match(dead, [{ key: first.item.key, taskId: "t-1", configId: "a", reason: "HTTP 404 is final", attempts: 2 }], "kept for an operator, its last attempt counted")
     t.type(dead[0].deadAt, "number")
     const [next] = await push.claim("i-1", 10, LONG_LEASE, now + 60_001)
     t.equal(next.item.event.task.status.state, "completed", "the next notification of the channel comes up")
     await push.deadLetter(next, "too old")
     t.same((await push.listDeadLetters(10)).map((d) => d.reason), ["too old", "HTTP 404 is final"], "newest first")
+    t.equal((await push.listDeadLetters(1))[0].attempts, 0, "given up before any attempt: none counted")
     t.equal((await push.listDeadLetters(1)).length, 1, "at most the limit")
   })
 

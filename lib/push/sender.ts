@@ -271,7 +271,7 @@ export class PushSender {
 
   private async deadLetter(claim: PushClaim, origin: string, reason: string, attempts: number): Promise<void> {
     try {
-      await this.store.deadLetter(claim, reason)
+      await this.store.deadLetter(claim, reason, attempts)
       // Origin only: a webhook's path or query may hold a secret.
       this.log.warn({ origin, taskId: claim.item.taskId, configId: claim.config.id, attempts, reason }, "push notification dead-lettered")
     } catch (err) {

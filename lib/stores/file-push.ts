@@ -463,10 +463,10 @@ export class FilePushStore implements PushStore {
     this.markDue(path.basename(dir))
   }
 
-  async deadLetter(claim: PushClaim, reason: string): Promise<void> {
+  async deadLetter(claim: PushClaim, reason: string, attempts?: number): Promise<void> {
     const { dir, held } = this.placeOf(claim)
     if (!(await this.holds(claim))) return
-    const dead = deadLetterOf(claim.item, String(reason), Date.now())
+    const dead = deadLetterOf(claim.item, String(reason), Date.now(), attempts)
     await this.writeReplacing(dir, `${DEAD}${padded(dead.deadAt)}-${dead.key}.json`, JSON.stringify(dead))
     await this.syncDir(dir)
     await this.remove(path.join(dir, held.name))

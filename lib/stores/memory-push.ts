@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto"
 import { textHeapBytes } from "../heap-budget.js"
 import { ownerOf } from "../internals.js"
 import type { A2ATask } from "../types.js"
+import { attemptsOf } from "./push-records.js"
 import type { PushClaim, PushConfigRecord, PushDeadLetter, PushEvent, PushOutboxItem, PushStore } from "./push-store.js"
 
 export interface MemoryPushOptions {
@@ -213,9 +214,9 @@ export class MemoryPushStore implements PushStore {
     channel.claim = undefined
   }
 
-  async deadLetter(claim: PushClaim, reason: string): Promise<void> {
+  async deadLetter(claim: PushClaim, reason: string, attempts?: number): Promise<void> {
     if (this.heldChannel(claim) === undefined) return
-    this.bury(claim.item.key, reason)
+    this.bury(claim.item.key, reason, attempts)
   }
 
   async listDeadLetters(limit: number): Promise<PushDeadLetter[]> {
@@ -274,10 +275,10 @@ export class MemoryPushStore implements PushStore {
   }
 
   /** Moves a notification to the dead letters, dropping the oldest letters past their bounds. */
-  private bury(key: string, reason: string): void {
+  private bury(key: string, reason: string, attempts?: number): void {
     const stored = this.removeItem(key)
     if (stored === undefined) return
-    this.dead.push({ letter: { ...stored.item, reason, deadAt: Date.now() }, event: stored.event })
+    this.dead.push({ letter: { ...stored.item, attempts: attemptsOf(attempts, stored.item), reason, deadAt: Date.now() }, event: stored.event })
     this.deadBytes += ITEM_HEAP_BYTES + stored.event.bytes
     while (this.dead.length > this.limits.maxDeadLetters || (this.deadBytes > this.limits.maxDeadLetterBytes && this.dead.length > 0)) {
       const oldest = this.dead.shift()!

@@ -257,11 +257,11 @@ export class NatsPushStore implements PushStore {
     await this.release(claim)
   }
 
-  async deadLetter(claim: PushClaim, reason: string): Promise<void> {
+  async deadLetter(claim: PushClaim, reason: string, attempts?: number): Promise<void> {
     const { itemKey } = placeOf(claim)
     if ((await this.heldLock(claim)) === undefined) return
     const kv = await this.host.kv()
-    const dead = deadLetterOf(claim.item, String(reason), Date.now())
+    const dead = deadLetterOf(claim.item, String(reason), Date.now(), attempts)
     await kv.put(`d.${this.host.keyOf(dead.taskId)}.${padded(dead.deadAt)}.${this.host.keyOf(dead.key)}`, encode(dead))
     await this.host.purgeSubjects([itemKey])
     await this.release(claim)

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto"
 import type { A2ATask } from "../types.js"
 import { fromJsonbDocument, fromTextKey, jsonbDocument, textKey } from "./postgres-text.js"
-import { assertClaimArgs, assertPushConfig } from "./push-records.js"
+import { assertClaimArgs, assertPushConfig, attemptsOf } from "./push-records.js"
 import type { PushClaim, PushConfigRecord, PushDeadLetter, PushEvent, PushOutboxItem, PushStore } from "./push-store.js"
 import { assertTaskId } from "./task-checks.js"
 
@@ -189,9 +189,9 @@ export class PostgresPushStore implements PushStore {
     await pool.query(this.sql.retryLater, [claim.item.seq, tokenOf(claim), notBefore, textKey(String(error))])
   }
 
-  async deadLetter(claim: PushClaim, reason: string): Promise<void> {
+  async deadLetter(claim: PushClaim, reason: string, attempts?: number): Promise<void> {
     const pool = await this.host.pool()
-    await pool.query(this.sql.deadLetter, [claim.item.seq, tokenOf(claim), textKey(String(reason)), Date.now()])
+    await pool.query(this.sql.deadLetter, [claim.item.seq, tokenOf(claim), textKey(String(reason)), Date.now(), attemptsOf(attempts, claim.item)])
   }
 
   async listDeadLetters(limit: number): Promise<PushDeadLetter[]> {
@@ -260,7 +260,7 @@ function statements(table: string) {
                   WHERE seq = $1 AND claim_token = $2`,
     deadLetter: `WITH moved AS (DELETE FROM ${outbox} WHERE seq = $1 AND claim_token = $2 RETURNING *)
                  INSERT INTO ${dead} (seq, key, task_id, config_id, event, attempts, not_before, enqueued_at, last_error, reason, dead_at)
-                 SELECT seq, key, task_id, config_id, event, attempts, not_before, enqueued_at, last_error, $3, $4 FROM moved`,
+                 SELECT seq, key, task_id, config_id, event, GREATEST(attempts, $5), not_before, enqueued_at, last_error, $3, $4 FROM moved`,
     listDeadLetters: `SELECT ${ITEM_COLUMNS}, reason, dead_at FROM ${dead} ORDER BY dead_at DESC, seq DESC LIMIT $1`,
   }
 }

@@ -37,9 +37,14 @@ export function retried(item: PushOutboxItem, notBefore: number, error: string):
   return { ...item, attempts: item.attempts + 1, notBefore, lastError: error }
 }
 
-/** The item as deadLetter keeps it. */
-export function deadLetterOf(item: PushOutboxItem, reason: string, deadAt: number): PushDeadLetter {
-  return { ...item, reason, deadAt }
+/** The item as deadLetter keeps it: `attempts` (when given) counts the attempt that ended it. */
+export function deadLetterOf(item: PushOutboxItem, reason: string, deadAt: number, attempts = item.attempts): PushDeadLetter {
+  return { ...item, attempts: attemptsOf(attempts, item), reason, deadAt }
+}
+
+/** deadLetter's `attempts`, checked: a whole number, never below what the claim had. */
+export function attemptsOf(attempts: number | undefined, item: Pick<PushOutboxItem, "attempts">): number {
+  return Number.isSafeInteger(attempts) && attempts! >= item.attempts ? attempts! : item.attempts
 }
 
 /** A stored event, checked enough to be sent: a `kind` and a Task. */

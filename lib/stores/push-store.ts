@@ -52,8 +52,12 @@ export interface PushStore {
   ack(claim: PushClaim): Promise<void>
   /** Failed, to be tried again: `attempts` + 1, not before `notBefore`; the lease ends. */
   retryLater(claim: PushClaim, notBefore: number, error: string): Promise<void>
-  /** Failed for good: moved to the dead letters (kept for an operator), out of the outbox. */
-  deadLetter(claim: PushClaim, reason: string): Promise<void>
+  /**
+   * Failed for good: moved to the dead letters (kept for an operator), out
+   * of the outbox, with `attempts` as its failed attempts in all (the one
+   * that ended it included; default: the claim's own count).
+   */
+  deadLetter(claim: PushClaim, reason: string, attempts?: number): Promise<void>
   /** The dead letters, newest first, at most `limit`. */
   listDeadLetters(limit: number): Promise<PushDeadLetter[]>
   /** For stores several servers share: calls `onDue` when another process enqueued; the function it gives stops it. */
