@@ -415,8 +415,12 @@ export class FilePushStore implements PushStore {
         lookAt(now) // another process claimed or settled it since the listing
         continue
       }
+      // An older copy of this very notification (its retry's rewrite was cut short). Not one of the same seq by another
+      // process: two processes saving the Task at once each wrote their own, and both are sent.
       for (const older of items) {
-        if (older.configFile === head.configFile && older.seq === head.seq && older !== head) await this.remove(path.join(dir, older.name))
+        if (older.configFile === head.configFile && older.seq === head.seq && older.pid === head.pid && older.attempts < head.attempts) {
+          await this.remove(path.join(dir, older.name))
+        }
       }
       const item = await this.record<PushOutboxItem>(path.join(dir, head.base), path.join(dir, held))
       const configName = configNames.get(head.configFile)
