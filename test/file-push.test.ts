@@ -46,3 +46,29 @@ t.test("a claim whose listing of .push began before a putConfig made its directo
     "the save after the stale listing enqueued its notification",
   )
 })
+
+t.test("two processes that saved one Task at once each wrote a notification of the same seq: both are sent, in turn", async (t) => {
+  const dir = tmpDir(t)
+  const store = new FileTaskStore(dir)
+  await store.save(sampleTask("t-1"))
+  await store.push.putConfig(config("t-1", "a"))
+  const working = sampleTask("t-1", "working")
+  t.equal(await store.push.saveWithEvent(working, { kind: "status", task: working }), 1)
+  // Another live process's notification of the same seq, for the same config (pid 1 is alive on every host).
+  const taskDir = path.join(dir, ".push", "t-1.json")
+  const mine = (await fsp.readdir(taskDir)).find((name) => name.startsWith("o-"))!
+  const theirs = mine.replace(`-${process.pid}-`, "-1-")
+  const canceled = sampleTask("t-1", "canceled")
+  const item = JSON.parse(await fsp.readFile(path.join(taskDir, mine), "utf8"))
+  await fsp.writeFile(path.join(taskDir, theirs), JSON.stringify({ ...item, key: "their-key", event: { kind: "status", task: canceled } }))
+
+  const sent: string[] = []
+  for (let round = 0; round < 2; round++) {
+    const claims = await store.push.claim("i-1", 10, 60_000, Date.now())
+    t.equal(claims.length, 1, "one at a time: the channel's head")
+    sent.push(claims[0].item.event.task.status.state)
+    await store.push.ack(claims[0])
+  }
+  t.same(sent.sort(), ["canceled", "working"], "each process's notification, neither dropped")
+  t.same(await store.push.claim("i-1", 10, 60_000, Date.now()), [])
+})

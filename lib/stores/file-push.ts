@@ -389,7 +389,7 @@ export class FilePushStore implements PushStore {
     let nextLook = Infinity
     let waiting = false
     const lookAt = (at: number) => (nextLook = Math.min(nextLook, at))
-    const behind = (head: ItemName) => items.some((other) => other.configFile === head.configFile && other.seq > head.seq)
+    const behind = (head: ItemName) => items.some((other) => other !== head && other.configFile === head.configFile)
     for (const head of heads.values()) {
       if (!room() || claims.length >= limit) {
         lookAt(now)
