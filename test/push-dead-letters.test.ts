@@ -35,7 +35,7 @@ t.test("GET <prefix>/push/dead-letters: an operator reads what was given up on, 
   const letters = alice.json().deadLetters as Array<Record<string, unknown>>
   t.equal(letters.length, 4, "alice's four")
   t.ok(letters.every((letter) => letter.taskId === alices), "none of bob's")
-  t.match(letters[0], { configId: alices, reason: /failed 1 times \(maxAttempts\)/, kind: /status|artifact/, state: /submitted|working|completed/, deadAt: /^\d{4}-/ })
+  t.match(letters[0], { configId: alices, reason: /failed 1 times \(maxAttempts\)/, attempts: 1, kind: /status|artifact/, state: /submitted|working|completed/, deadAt: /^\d{4}-/ })
   t.notMatch(alice.body, /webhook-credential/, "no credential")
   t.notMatch(alice.body, /"history"|"artifacts"/, "no Task body")
   t.equal(alice.headers["cache-control"], "no-store")

@@ -16,6 +16,8 @@ export interface DeadLetterView {
   state: string
   /** Why it was given up on (a final answer, maxAttempts with the count, maxAge, a refused URL). */
   reason: string
+  /** Attempts made, the one that ended it included (0: given up before any, as past maxAge). */
+  attempts: number
   lastError?: string
   /** ISO 8601 times. */
   enqueuedAt: string
@@ -40,6 +42,7 @@ function viewOf(letter: PushDeadLetter): DeadLetterView {
     kind: letter.event.kind,
     state: letter.event.task.status?.state ?? "unknown",
     reason: letter.reason,
+    attempts: letter.attempts,
     enqueuedAt: new Date(letter.enqueuedAt).toISOString(),
     deadAt: new Date(letter.deadAt).toISOString(),
   }
