@@ -30,6 +30,12 @@ interface TaskInternals {
    * delivers one only once the stored Task's pushSeq reached it.
    */
   pushSeq?: number
+  /**
+   * The save that committed pushSeq (a store whose notifications' keys name
+   * their save: NATS): of notifications of the same seq written by two saves
+   * at once, the one whose save landed.
+   */
+  pushWriter?: string
 }
 
 /** The runners alive in this process: several servers may share one process (and one store). */
@@ -67,12 +73,18 @@ export function pushSeqOf(task: A2ATask): number {
   return typeof seq === "number" && Number.isSafeInteger(seq) && seq > 0 ? seq : 0
 }
 
-/** The Task carrying `seq` as its committed push sequence (the Task itself when it already does). */
-export function withPushSeq(task: A2ATask, seq: number): A2ATask {
+/** The save that committed the stored Task's pushSeq (see TaskInternals.pushWriter), if a store named it. */
+export function pushWriterOf(task: A2ATask): string | undefined {
+  const writer = internalsOf(task).pushWriter
+  return typeof writer === "string" ? writer : undefined
+}
+
+/** The Task carrying `seq` as its committed push sequence, and `writer` as the save that committed it (the Task itself when it already does). */
+export function withPushSeq(task: A2ATask, seq: number, writer?: string): A2ATask {
   const internals = internalsOf(task)
-  if (internals.pushSeq === seq || (seq === 0 && internals.pushSeq === undefined)) return task
-  const { pushSeq: _old, ...rest } = internals
-  return withInternals(task, seq === 0 ? rest : { ...rest, pushSeq: seq })
+  if ((internals.pushSeq ?? 0) === seq && internals.pushWriter === writer) return task
+  const { pushSeq: _seq, pushWriter: _writer, ...rest } = internals
+  return withInternals(task, { ...rest, ...(seq === 0 ? {} : { pushSeq: seq }), ...(writer === undefined ? {} : { pushWriter: writer }) })
 }
 
 /** The Task as peers see it: without the server's own metadata. */

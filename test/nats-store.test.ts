@@ -389,3 +389,23 @@ t.test("NatsTaskStore retention: a swept Task leaves nothing in the bucket once 
   await store.save(task("gone-1", "submitted"))
   t.equal((await store.get("gone-1"))?.status.state, "submitted", "a swept id can be saved again, its marker gone")
 })
+
+t.test("NatsTaskStore push: two stores saving one Task at the same moment each get their own notification, neither overwritten", async (t) => {
+  const [a, b] = await storesOnNewBuckets(t, 2)
+  await a.save(sampleTask("shared"))
+  await a.push.putConfig({ taskId: "shared", id: "hook", version: "1.0", url: "https://hooks.example.com/a", createdAt: new Date().toISOString() })
+  for (let round = 0; round < 5; round++) {
+    const working = sampleTask("shared", "working", { metadata: { round, by: "a" } })
+    const waiting = sampleTask("shared", "input-required", { metadata: { round, by: "b" } })
+    // Both read the same revision, so one compare-and-set loses and saves again after the other.
+    await Promise.all([a.push.saveWithEvent(working, { kind: "status", task: working }), b.push.saveWithEvent(waiting, { kind: "status", task: waiting })])
+    const sent: string[] = []
+    for (;;) {
+      const [claim] = await a.push.claim("i-1", 1, 60_000, Date.now())
+      if (claim === undefined) break
+      sent.push(`${claim.item.event.task.metadata?.by}:${claim.item.event.task.status.state}`)
+      await a.push.ack(claim)
+    }
+    t.same(sent.sort(), ["a:working", "b:input-required"], `round ${round}: each save's own notification, once`)
+  }
+})

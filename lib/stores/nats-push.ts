@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto"
-import { pushSeqOf } from "../internals.js"
+import { pushSeqOf, pushWriterOf } from "../internals.js"
 import type { A2ATask } from "../types.js"
 import type { ReportError } from "./background-errors.js"
 import { ABANDONED_PUSH_ITEM_MS, assertClaimArgs, assertPushConfig, deadLetterOf, newOutboxItem, padded, retried } from "./push-records.js"
@@ -14,7 +14,9 @@ import { assertTaskId } from "./task-checks.js"
  * - `c.T`: the Task's configs, one JSON list, changed by compare-and-set;
  *   it stays (maybe empty) while the Task has any push data, so deleting a
  *   Task without it costs one read;
- * - `o.T.C.<seq>`: a notification to config C;
+ * - `o.T.C.<seq>.<writer>`: a notification to config C, written by the save
+ *   attempt `writer` (two saves of the Task at once each write their own;
+ *   the Task names the one that landed, and the other's are removed);
  * - `l.T.C`: the lease on that config's channel;
  * - `d.T.<deadAt>.<key>`: a dead letter.
  *
@@ -118,7 +120,7 @@ export class NatsPushStore implements PushStore {
       if (found === undefined || !found.some((config) => config.id === id)) return
       await this.changeConfigs(taskId, (configs) => configs.filter((config) => config.id !== id))
       const channel = `${this.host.keyOf(taskId)}.${this.host.keyOf(String(id))}`
-      await this.host.purgeSubjects([`o.${channel}.*`, `l.${channel}`])
+      await this.host.purgeSubjects([`o.${channel}.>`, `l.${channel}`])
     })
   }
 
@@ -143,13 +145,18 @@ export class NatsPushStore implements PushStore {
     return this.host.saveWithEvent(task, events)
   }
 
-  /** Writes the event's notification for each config at `seq`, before the Task's save. */
-  async enqueue(taskId: string, configs: PushConfigRecord[], seq: number, event: string, now: number): Promise<void> {
+  /** Writes the event's notification for each config at `seq`, as save attempt `writer`, before the Task's save; resolves with their keys. */
+  async enqueue(taskId: string, configs: PushConfigRecord[], seq: number, event: string, now: number, writer: string): Promise<string[]> {
     const kv = await this.host.kv()
     const task = this.host.keyOf(taskId)
-    const keys = configs.map((config) => `o.${task}.${this.host.keyOf(config.id)}.${padded(seq)}`)
-    // A notification already at that key is from a save that never landed: this one replaces it.
+    const keys = configs.map((config) => `o.${task}.${this.host.keyOf(config.id)}.${padded(seq)}.${writer}`)
     await Promise.all(configs.map((config, i) => kv.put(keys[i], encode(newOutboxItem(taskId, config.id, seq, JSON.parse(event) as PushEvent, now)))))
+    return keys
+  }
+
+  /** Removes the notifications of a save attempt that did not land (its compare-and-set lost), so no claim finds them. */
+  async discard(keys: string[]): Promise<void> {
+    if (keys.length > 0) await this.host.purgeSubjects(keys)
   }
 
   /** Removes a deleted Task's push data; one read when it has none. */
@@ -165,17 +172,18 @@ export class NatsPushStore implements PushStore {
     if (limit === 0) return []
     const kv = await this.host.kv()
     const serverNow = now + (await this.clockOffset(kv))
-    // The head (lowest seq) of each channel: keys come in any order.
-    const heads = new Map<string, { key: string; seq: number; task: string }>()
+    // The head (lowest seq) of each channel, with every key of that seq: keys come in any order.
+    const heads = new Map<string, Head>()
     for await (const key of await kv.keys("o.>")) {
       const parts = key.split(".")
-      if (parts.length !== 4) continue
+      if (parts.length !== 5) continue
       const seq = Number(parts[3])
       const channel = `${parts[1]}.${parts[2]}`
       const head = heads.get(channel)
-      if (head === undefined || seq < head.seq) heads.set(channel, { key, seq, task: parts[1] })
+      if (head === undefined || seq < head.seq) heads.set(channel, { keys: [{ key, writer: parts[4] }], seq, task: parts[1] })
+      else if (seq === head.seq) head.keys.push({ key, writer: parts[4] })
     }
-    const committed = new Map<string, number>()
+    const committed = new Map<string, Committed>()
     const claims: PushClaim[] = []
     for (const [channel, head] of [...heads].sort((a, b) => a[1].seq - b[1].seq)) {
       if (claims.length >= limit) break
@@ -189,29 +197,52 @@ export class NatsPushStore implements PushStore {
     return claims
   }
 
+  /** The channel's first notification that is deliverable, due and not held, now held by `instance`. */
   private async claimHead(
     kv: NatsPushKv,
     channel: string,
-    head: { key: string; seq: number; task: string },
-    committed: Map<string, number>,
+    head: Head,
+    committed: Map<string, Committed>,
     instance: string,
     leaseMs: number,
     now: number,
     serverNow: number,
   ): Promise<PushClaim | undefined> {
-    const entry = await kv.get(head.key)
-    if (entry?.operation !== "PUT") return undefined
-    const item = JSON.parse(entry.string()) as PushOutboxItem
-    let seq = committed.get(head.task)
-    if (seq === undefined) {
-      seq = pushSeqOf((await this.host.readTask(item.taskId)) ?? EMPTY)
-      committed.set(head.task, seq)
+    for (const { key, writer } of head.keys.sort((a, b) => (a.writer < b.writer ? -1 : a.writer > b.writer ? 1 : 0))) {
+      const entry = await kv.get(key)
+      if (entry?.operation !== "PUT") continue
+      const item = JSON.parse(entry.string()) as PushOutboxItem
+      let landed = committed.get(head.task)
+      if (landed === undefined) {
+        const task = (await this.host.readTask(item.taskId)) ?? EMPTY
+        landed = { seq: pushSeqOf(task), writer: pushWriterOf(task) }
+        committed.set(head.task, landed)
+      }
+      if (item.seq > landed.seq) {
+        // Its save has not landed: under way, or never to land once it is older than any save takes.
+        if (serverNow - entry.created.getTime() > ABANDONED_PUSH_ITEM_MS) await kv.purge(key, { previousSeq: entry.revision }).catch(() => {})
+        continue
+      }
+      if (item.seq === landed.seq && landed.writer !== undefined && writer !== landed.writer) {
+        // Written by a save of the same seq that lost to the one that landed (it saves again, later): never sent.
+        await kv.purge(key, { previousSeq: entry.revision }).catch(() => {})
+        continue
+      }
+      return this.claimItem(kv, channel, key, item, instance, leaseMs, now, serverNow)
     }
-    if (item.seq > seq) {
-      // Its save has not landed: under way, or never to land once it is older than any save takes.
-      if (serverNow - entry.created.getTime() > ABANDONED_PUSH_ITEM_MS) await kv.purge(head.key, { previousSeq: entry.revision }).catch(() => {})
-      return undefined
-    }
+    return undefined
+  }
+
+  private async claimItem(
+    kv: NatsPushKv,
+    channel: string,
+    key: string,
+    item: PushOutboxItem,
+    instance: string,
+    leaseMs: number,
+    now: number,
+    serverNow: number,
+  ): Promise<PushClaim | undefined> {
     if (item.notBefore > now) return undefined
     const lockKey = `l.${channel}`
     const held = await kv.get(lockKey)
@@ -226,9 +257,9 @@ export class NatsPushStore implements PushStore {
       if (isWrongLastSequence(err)) return undefined // another instance took it first
       throw err
     }
-    const claim: PushClaim = { item, config: undefined as unknown as PushConfigRecord, token: `${head.key}|${lockKey}|${token}` }
+    const claim: PushClaim = { item, config: undefined as unknown as PushConfigRecord, token: `${key}|${lockKey}|${token}` }
     // Read again under the lease: the holder before may have settled it meanwhile.
-    const current = await kv.get(head.key)
+    const current = await kv.get(key)
     const config = (await this.configsOf(item.taskId))?.find((c) => c.id === item.configId)
     if (current?.operation !== "PUT" || config === undefined) {
       await this.release(claim)
@@ -325,6 +356,19 @@ export class NatsPushStore implements PushStore {
 }
 
 const EMPTY = { id: "", status: { state: "submitted" } } as unknown as A2ATask
+
+/** A channel's lowest seq in the outbox, with every notification of it (more than one when two saves wrote it at once). */
+interface Head {
+  seq: number
+  task: string
+  keys: Array<{ key: string; writer: string }>
+}
+
+/** What a Task's stored save committed: its pushSeq, and the save attempt that wrote it. */
+interface Committed {
+  seq: number
+  writer: string | undefined
+}
 
 function placeOf(claim: PushClaim): { itemKey: string; lockKey: string; token: string } {
   const [itemKey, lockKey, token, ...rest] = String(claim?.token).split("|")

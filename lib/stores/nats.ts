@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto"
+import { createHash, randomBytes } from "node:crypto"
 import { setTimeout as sleep } from "node:timers/promises"
 import type { A2ATask } from "../types.js"
 import { TERMINAL_STATES } from "../types.js"
@@ -10,7 +10,7 @@ import { isExpired, retentionSweeper, type RetentionSweeper } from "./retention.
 import { assertTask, assertTaskId, parseStoredTask } from "./task-checks.js"
 import { TaskConflictError, type LeaseBook, type TaskStore } from "./task-store.js"
 import { WriteOrder } from "./write-order.js"
-import { pushSeqOf, withPushSeq } from "../internals.js"
+import { pushSeqOf, pushWriterOf, withPushSeq } from "../internals.js"
 import { NatsPushStore } from "./nats-push.js"
 import { eventTexts } from "./push-records.js"
 import type { PushEvent, PushStore } from "./push-store.js"
@@ -208,8 +208,8 @@ export class NatsTaskStore implements TaskStore {
     // Serialized now, so a caller mutating the Task after save() cannot change what is stored.
     const text = JSON.stringify(task)
     const notified = eventTexts(events, task, "NatsTaskStore")
-    const givenSeq = pushSeqOf(task)
-    return this.writes.run(task.id, () => this.write(task.id, key, text, givenSeq, notified))
+    const given = { seq: pushSeqOf(task), writer: pushWriterOf(task) }
+    return this.writes.run(task.id, () => this.write(task.id, key, text, given, notified))
   }
 
   /**
@@ -401,13 +401,14 @@ export class NatsTaskStore implements TaskStore {
 
   /**
    * Compare-and-set on the key's revision, until it lands or the stored
-   * Task is terminal. The Task carries the stored pushSeq forward, or, with
-   * an event and configs, the next one, its notifications written first.
-   * Notifications of an attempt that did not land are left above the stored
-   * pushSeq, never sent: the next attempt (or save) writes its own over them.
+   * Task is terminal. The Task carries the stored pushSeq (and its writer)
+   * forward, or, with an event and configs, the next one and this attempt's
+   * name, its notifications written first under that name. An attempt that
+   * lost the compare-and-set removes its notifications; one cut short leaves
+   * them to claims (above the stored pushSeq, or of its seq but not its
+   * writer: never sent). Resolves with how many notifications it enqueued.
    */
-  /** Resolves with how many notifications the save enqueued. */
-  private async write(id: string, key: string, text: string, givenSeq: number, events: readonly string[]): Promise<number> {
+  private async write(id: string, key: string, text: string, given: { seq: number; writer: string | undefined }, events: readonly string[]): Promise<number> {
     const { tasks } = await this.connection.get()
     // The configs are read beside the Task, so a Task without them costs no extra round trip.
     const configsRead = events.length === 0 ? undefined : withContext(`read the push configs of task ${quote(id)}`, () => this.pushBook.configsOf(id))
@@ -418,20 +419,28 @@ export class NatsTaskStore implements TaskStore {
       const stored = entry?.operation === "PUT" ? this.taskIn(entry, id) : undefined
       if (stored && TERMINAL_STATES.has(stored.status.state)) throw new TaskConflictError(id, stored)
       let seq = stored === undefined ? 0 : pushSeqOf(stored)
-      if (configs !== undefined && configs.length > 0) {
+      let writer = stored === undefined ? undefined : pushWriterOf(stored)
+      const written: string[] = []
+      if (configs !== undefined && configs.length > 0 && events.length > 0) {
+        // This attempt's name in its notifications' keys, and in the Task once it lands.
+        writer = randomBytes(6).toString("base64url")
         for (const event of events) {
           seq += 1
           const at = seq
-          await withContext(`enqueue the push notifications of task ${quote(id)}`, () => this.pushBook.enqueue(id, configs, at, event, Date.now()))
+          const attempt = writer
+          written.push(...(await withContext(`enqueue the push notifications of task ${quote(id)}`, () => this.pushBook.enqueue(id, configs, at, event, Date.now(), attempt))))
         }
       }
-      const value = new TextEncoder().encode(seq === givenSeq ? text : JSON.stringify(withPushSeq(JSON.parse(text) as A2ATask, seq)))
+      const same = seq === given.seq && writer === given.writer
+      const value = new TextEncoder().encode(same ? text : JSON.stringify(withPushSeq(JSON.parse(text) as A2ATask, seq, writer)))
       try {
         // Revision 0 means "no entry yet"; a delete marker has a revision like any entry.
         await tasks.put(key, value, { previousSeq: entry?.revision ?? 0 })
-        return configs === undefined ? 0 : configs.length * events.length
+        return written.length
       } catch (err) {
         if (!isWrongLastSequence(err)) throw new Error(`NatsTaskStore could not save task ${quote(id)}: ${messageOf(err)}`, { cause: err })
+        // Another save landed first: this attempt's notifications never will (a claim would also find them beside the winner's).
+        await this.pushBook.discard(written).catch((discardErr: unknown) => this.report(discardErr, "push", id))
         if (attempt >= MAX_SAVE_ATTEMPTS) {
           throw new Error(`NatsTaskStore could not save task ${quote(id)}: other writers changed it before each of ${attempt} tries`, { cause: err })
         }
