@@ -72,3 +72,58 @@ t.test("two processes that saved one Task at once each wrote a notification of t
   t.same(sent.sort(), ["canceled", "working"], "each process's notification, neither dropped")
   t.same(await store.push.claim("i-1", 10, 60_000, Date.now()), [])
 })
+
+t.test("a notification whose config is gone (its delete cut short) is removed by the next claim, not looked at for ever", async (t) => {
+  const dir = tmpDir(t)
+  const store = new FileTaskStore(dir)
+  await store.save(sampleTask("t-1"))
+  await store.push.putConfig(config("t-1", "a"))
+  const working = sampleTask("t-1", "working")
+  await store.push.saveWithEvent(working, { kind: "status", task: working })
+  const taskDir = path.join(dir, ".push", "t-1.json")
+  // What a delete killed after removing the config leaves: its notification.
+  for (const name of await fsp.readdir(taskDir)) if (name.startsWith("c-")) await fsp.rm(path.join(taskDir, name))
+  t.same(await store.push.claim("i-1", 10, 60_000, Date.now()), [], "nothing to send: its config is gone")
+  t.same((await fsp.readdir(taskDir)).filter((name) => name.startsWith("o-")), [], "and the notification went with it")
+})
+
+t.test("a full scan that stops at its limit leaves the directories it did not read to the next claim", async (t) => {
+  const dir = tmpDir(t)
+  const writer = new FileTaskStore(dir)
+  for (let i = 0; i < 12; i++) {
+    await writer.save(sampleTask(`t-${i}`))
+    await writer.push.putConfig(config(`t-${i}`, "a"))
+    const working = sampleTask(`t-${i}`, "working")
+    await writer.push.saveWithEvent(working, { kind: "status", task: working })
+  }
+  // Another store on the directory knows of none of them: its first claim reads the directories (8 side by side) and stops
+  // at one; those it did not start on are the next claim's.
+  const reader = new FileTaskStore(dir)
+  const claimed = new Set<string>()
+  for (let i = 0; i < 12; i++) {
+    const claims = await reader.push.claim("i-1", 1, 60_000, Date.now())
+    t.equal(claims.length, 1, `claim ${i + 1} finds one, without waiting for the next full scan`)
+    for (const claim of claims) claimed.add(claim.item.taskId)
+  }
+  t.equal(claimed.size, 12, "each Task's notification, once")
+})
+
+t.test("times that are not whole milliseconds make names a claim can still read and settle", async (t) => {
+  const dir = tmpDir(t)
+  const store = new FileTaskStore(dir)
+  await store.save(sampleTask("t-1"))
+  await store.push.putConfig(config("t-1", "a"))
+  for (const state of ["working", "completed"] as const) {
+    const task = sampleTask("t-1", state)
+    await store.push.saveWithEvent(task, { kind: "status", task })
+  }
+  const now = Date.now() + 0.25
+  const [first] = await store.push.claim("i-1", 10, 1000.5, now)
+  t.same(await store.push.claim("i-1", 10, 1000.5, now), [], "held: the channel's next waits")
+  await store.push.retryLater(first, now + 10.5, "HTTP 503")
+  const [again] = await store.push.claim("i-1", 10, 1000.5, now + 11)
+  t.equal(again?.item.key, first.item.key, "due again after its wait, in order")
+  await store.push.ack(again)
+  const [next] = await store.push.claim("i-1", 10, 1000.5, now + 11)
+  t.equal(next?.item.event.task.status.state, "completed")
+})

@@ -16,8 +16,9 @@ import { assertTaskId } from "./task-checks.js"
  * FileTaskStore's push capability, in `<dir>/.push/<taskfile>/`, one
  * directory per Task that has (or had) configs, made on the first config:
  *
- * - `c-<version>-<configfile>`: a config; a put writes the next version and
- *   removes the one before (the newest counts);
+ * - `c-<version>-<random>-<configfile>`: a config; a put writes the next
+ *   version and removes the one before (the newest counts, the name
+ *   breaking a tie);
  * - `o-<seq>-<pid>-<attempts>-<configfile>`: a notification to that config,
  *   written by process `pid` before the Task save it reports; a failed
  *   attempt writes it anew under the next name, so a name always holds the
@@ -44,7 +45,11 @@ import { assertTaskId } from "./task-checks.js"
  *
  * A Task without a push directory costs a save nothing: which Tasks have
  * one is known in memory (read at open, kept by this process's changes, a
- * watch of `.push` and every claim's listing).
+ * watch of `.push` once it exists, and every full scan's listing). Another
+ * process's first config for a Task is seen by the watch at once; before
+ * `.push` exists here, or on a file system layer without a watch, by the
+ * next full scan (FULL_SCAN_MS): saves of the Task in between enqueue
+ * nothing for it.
  *
  * A claim reads only the Task directories that may hold a notification due
  * by then (`due`: marked by this process's saves and settlements, and by
@@ -58,9 +63,12 @@ const ITEM = "o-"
 const DEAD = "d-"
 /** seq, pid, attempts, config file, and while held: until, token. */
 const ITEM_NAME = /^o-(\d{16})-(\d{1,15})-(\d{1,9})-(.+\.json)(?:~(\d{16})~([\w-]{1,16}))?$/
+/** The latest time a name holds: 16 digits. */
+const MAX_NAMED_TIME = Number.MAX_SAFE_INTEGER
 /** The token of a hold that waits for a retry's time (no claim holds it). */
 const WAITING = "wait"
-const CONFIG_NAME = /^c-(\d{16})-(.+\.json)$/
+/** version, a random part (two processes putting one config in the same millisecond name theirs apart), config file. */
+const CONFIG_NAME = /^c-(\d{16})-[\w-]{8}-(.+\.json)$/
 /** Config ids past this many characters of file name are named by their hash (the id inside tells them apart). */
 const MAX_CONFIG_NAME = 160
 /** Task directories a claim or dead-letter listing reads side by side. */
@@ -207,7 +215,7 @@ export class FilePushStore implements PushStore {
       const configFile = configFileName(config.id)
       const before = (await this.names(dir)).flatMap(configName).filter((old) => old.configFile === configFile)
       const version = Math.max(Date.now() * 1000, ...before.map((old) => old.version + 1))
-      const name = `${CONFIG}${padded(version)}-${configFile}`
+      const name = `${CONFIG}${padded(version)}-${randomBytes(6).toString("base64url")}-${configFile}`
       // The new version first: a crash between leaves both, and the newest counts.
       await this.writeReplacing(dir, name, text)
       this.remember(path.join(dir, name), config, text)
@@ -322,7 +330,11 @@ export class FilePushStore implements PushStore {
     const dirs = full ? await this.taskDirs() : [...this.due].flatMap(([dirName, due]) => (due.at <= now ? [dirName] : []))
     const claims: PushClaim[] = []
     await forEachLimited(dirs, READERS, async (dirName) => {
-      if (claims.length >= limit) return
+      if (claims.length >= limit) {
+        // Not looked at this time: the next claim does, not the next full scan.
+        if (full) this.markDue(dirName)
+        return
+      }
       const marks = this.due.get(dirName)?.marks ?? 0
       try {
         const found = await this.claimIn(dirName, limit, leaseMs, now, () => claims.length < limit)
@@ -410,7 +422,12 @@ export class FilePushStore implements PushStore {
         lookAt(head.until)
         continue
       }
-      const held = `${head.base}~${padded(now + leaseMs)}~${randomBytes(9).toString("base64url")}`
+      if (!configNames.has(head.configFile) && !(await this.configName(dir, head.configFile))) {
+        // Its config was deleted (a delete removes the config first, then its notifications): they go with it.
+        for (const orphan of items) if (orphan.configFile === head.configFile) await this.remove(path.join(dir, orphan.name))
+        continue
+      }
+      const held = `${head.base}~${timeInName(now + leaseMs)}~${randomBytes(9).toString("base64url")}`
       if (!(await this.renamed(dir, head.name, held))) {
         lookAt(now) // another process claimed or settled it since the listing
         continue
@@ -423,23 +440,31 @@ export class FilePushStore implements PushStore {
         }
       }
       const item = await this.record<PushOutboxItem>(path.join(dir, head.base), path.join(dir, held))
-      const configName = configNames.get(head.configFile)
-      const config = configName === undefined ? undefined : await this.record<PushConfigRecord>(path.join(dir, configName))
+      // Read as listed; replaced since (a put writes the next version, then removes the one before): the current one.
+      const listed = configNames.get(head.configFile)
+      let config = listed === undefined ? undefined : await this.record<PushConfigRecord>(path.join(dir, listed))
+      if (config === undefined) {
+        const current = await this.configName(dir, head.configFile)
+        if (current !== undefined) config = await this.record<PushConfigRecord>(path.join(dir, current))
+      }
       // Whether the channel had more: then settling this one makes the directory due again.
       const more = behind(head)
-      const claim = { item: item!, config: config!, token: `${dirName}/${held}/${more ? 1 : 0}` }
       if (item === undefined || config === undefined) {
-        // A config deleted since the listing (its notifications go with it), or a file a crash of the machine left unreadable.
-        await this.release(claim)
-        lookAt(now + UNLANDED_RECHECK_MS)
+        // Removed since the rename (its config's delete), or its config deleted since the listing (it goes with it), or
+        // a file a crash of the machine left unreadable (reported, and removed: it would hold its channel for ever).
+        if (item === undefined && (await this.mtime(path.join(dir, held))) > 0) {
+          this.host.report(new Error(`${STORE} removed an unreadable push notification file ${path.join(dir, held)}`), "push")
+        }
+        await this.remove(path.join(dir, held))
+        lookAt(now)
       } else if (item.notBefore > now) {
         // Due later (its wait was lost): held until then.
-        await this.hold(claim, head.base, item.notBefore)
+        await this.renamed(dir, held, `${head.base}~${timeInName(item.notBefore)}~${WAITING}`)
         lookAt(item.notBefore)
       } else {
         // Settling it marks the directory; a lease that runs out unsettled ends then.
         lookAt(now + leaseMs)
-        claims.push(claim)
+        claims.push({ item, config, token: `${dirName}/${held}/${more ? 1 : 0}` })
       }
     }
     return { claims, nextLook, landed, waiting }
@@ -460,7 +485,7 @@ export class FilePushStore implements PushStore {
     const base = itemFileName(held.seq, held.pid, held.attempts + 1, held.configFile)
     const text = JSON.stringify(next)
     // The new name first: a crash between leaves both, and a claim takes the one with more attempts.
-    await this.writeReplacing(dir, `${base}~${padded(notBefore)}~${WAITING}`, text)
+    await this.writeReplacing(dir, `${base}~${timeInName(notBefore)}~${WAITING}`, text)
     this.remember(path.join(dir, base), next, text)
     await this.remove(path.join(dir, held.name))
     this.records.delete(path.join(dir, held.base))
@@ -496,6 +521,11 @@ export class FilePushStore implements PushStore {
     return letters
   }
 
+  /** The current file name of a config, read afresh (a listing taken while a put replaced it may show no version of it). */
+  private async configName(dir: string, configFile: string): Promise<string | undefined> {
+    return currentConfigs(await this.names(dir)).get(configFile)
+  }
+
   /** Where a claim's notification is: its token names it. */
   private placeOf(claim: PushClaim): { dir: string; held: ItemName; more: boolean } {
     const [dirName, heldName, more, ...rest] = String(claim?.token).split("/")
@@ -523,12 +553,6 @@ export class FilePushStore implements PushStore {
     const { dir, held } = this.placeOf(claim)
     await this.renamed(dir, held.name, held.base)
     this.markDue(path.basename(dir))
-  }
-
-  /** Holds the claim's notification until `notBefore`, for no claim: it waits for its retry's time. */
-  private async hold(claim: PushClaim, base: string, notBefore: number): Promise<void> {
-    const { dir, held } = this.placeOf(claim)
-    await this.renamed(dir, held.name, `${base}~${padded(notBefore)}~${WAITING}`)
   }
 
   /** Renames `from` to `to` in `dir`; false when `from` is gone (another process renamed or removed it first). */
@@ -679,12 +703,18 @@ function configName(name: string): Array<{ name: string; version: number; config
 function currentConfigs(names: readonly string[]): Map<string, string> {
   const newest = new Map<string, { name: string; version: number }>()
   for (const config of names.flatMap(configName)) {
-    if ((newest.get(config.configFile)?.version ?? -1) < config.version) newest.set(config.configFile, config)
+    const held = newest.get(config.configFile)
+    if (held === undefined || held.version < config.version || (held.version === config.version && held.name < config.name)) newest.set(config.configFile, config)
   }
   return new Map([...newest].map(([configFile, { name }]) => [configFile, name]))
 }
 
 const byId = (a: PushConfigRecord, b: PushConfigRecord) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
+
+/** A time (ms since the epoch) as a name holds it: whole, 16 digits, rounded up (a hold never ends before its time). */
+function timeInName(ms: number): string {
+  return padded(Math.min(MAX_NAMED_TIME, Math.max(0, Math.ceil(ms))))
+}
 
 function itemFileName(seq: number, pid: number, attempts: number, configFile: string): string {
   return `${ITEM}${padded(seq)}-${pid}-${attempts}-${configFile}`

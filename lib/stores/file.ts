@@ -465,6 +465,8 @@ export class FileTaskStore implements TaskStore {
   private async writeDurably(file: string, text: string, key: ListKey, cache = false): Promise<void> {
     const { tmp, handle } = await this.openTmpFile(file)
     let stamp
+    // Cached only where the file system layer gives ctimes: the first stat after the rename then completes the stamp.
+    let cacheable = false
     try {
       try {
         await handle.writeFile(text, "utf8")
@@ -474,13 +476,17 @@ export class FileTaskStore implements TaskStore {
       }
       // Stamped before the rename, so the stamp is of this very file (after it, another process's may be in place).
       // Without its ctime: the rename changes that, and an unknown ctime is taken from the next stat.
-      if (this.index.active || cache) stamp = withoutCtime(stampOf(await this.fs.stat(tmp)))
+      if (this.index.active || cache) {
+        const stats = await this.fs.stat(tmp)
+        stamp = withoutCtime(stampOf(stats))
+        cacheable = stats.ctimeMs !== undefined
+      }
       await this.fs.rename(tmp, file)
     } catch (err) {
       await this.fs.rm(tmp, { force: true }).catch(() => {})
       throw err
     }
-    if (stamp !== undefined) this.readCache.set(file, { stamp: { ...stamp }, text, id: key.id })
+    if (stamp !== undefined && cacheable) this.readCache.set(file, { stamp: { ...stamp }, text, id: key.id })
     this.index.saved(path.basename(file), key, stamp)
     await this.directorySyncs.request()
   }
