@@ -9,6 +9,14 @@ import { deferred, recordingFs, sampleTask, tmpDir, waitFor } from "./helpers.js
 
 const config = (taskId: string, id: string): PushConfigRecord => ({ taskId, id, version: "1.0", url: "https://hooks.example.com/a", createdAt: new Date().toISOString() })
 
+/** Task `id` saved, with config "a", then saved working: one notification enqueued; resolves with how many. */
+async function pending(store: FileTaskStore, id: string): Promise<number> {
+  await store.save(sampleTask(id))
+  await store.push.putConfig(config(id, "a"))
+  const working = sampleTask(id, "working")
+  return store.push.saveWithEvent(working, { kind: "status", task: working }) as Promise<number>
+}
+
 t.test("a claim whose listing of .push began before a putConfig made its directory does not make later saves skip that Task's notifications", async (t) => {
   const dir = tmpDir(t)
   const pushRoot = path.join(dir, ".push")
@@ -50,10 +58,7 @@ t.test("a claim whose listing of .push began before a putConfig made its directo
 t.test("two processes that saved one Task at once each wrote a notification of the same seq: both are sent, in turn", async (t) => {
   const dir = tmpDir(t)
   const store = new FileTaskStore(dir)
-  await store.save(sampleTask("t-1"))
-  await store.push.putConfig(config("t-1", "a"))
-  const working = sampleTask("t-1", "working")
-  t.equal(await store.push.saveWithEvent(working, { kind: "status", task: working }), 1)
+  t.equal(await pending(store, "t-1"), 1)
   // Another live process's notification of the same seq, for the same config (pid 1 is alive on every host).
   const taskDir = path.join(dir, ".push", "t-1.json")
   const mine = (await fsp.readdir(taskDir)).find((name) => name.startsWith("o-"))!
@@ -76,10 +81,7 @@ t.test("two processes that saved one Task at once each wrote a notification of t
 t.test("a notification whose config is gone (its delete cut short) is removed by the next claim, not looked at for ever", async (t) => {
   const dir = tmpDir(t)
   const store = new FileTaskStore(dir)
-  await store.save(sampleTask("t-1"))
-  await store.push.putConfig(config("t-1", "a"))
-  const working = sampleTask("t-1", "working")
-  await store.push.saveWithEvent(working, { kind: "status", task: working })
+  await pending(store, "t-1")
   const taskDir = path.join(dir, ".push", "t-1.json")
   // What a delete killed after removing the config leaves: its notification.
   for (const name of await fsp.readdir(taskDir)) if (name.startsWith("c-")) await fsp.rm(path.join(taskDir, name))
@@ -90,12 +92,7 @@ t.test("a notification whose config is gone (its delete cut short) is removed by
 t.test("a full scan that stops at its limit leaves the directories it did not read to the next claim", async (t) => {
   const dir = tmpDir(t)
   const writer = new FileTaskStore(dir)
-  for (let i = 0; i < 12; i++) {
-    await writer.save(sampleTask(`t-${i}`))
-    await writer.push.putConfig(config(`t-${i}`, "a"))
-    const working = sampleTask(`t-${i}`, "working")
-    await writer.push.saveWithEvent(working, { kind: "status", task: working })
-  }
+  for (let i = 0; i < 12; i++) await pending(writer, `t-${i}`)
   // Another store on the directory knows of none of them: its first claim reads the directories (8 side by side) and stops
   // at one; those it did not start on are the next claim's.
   const reader = new FileTaskStore(dir)
