@@ -3,7 +3,8 @@
 // against the SDK's DefaultPushNotificationSender (fire-and-forget, one attempt, no outbox) on the same receiver.
 // Rate: TASKS Tasks with one webhook each, EVENTS state changes each, saved as fast as the store takes them; the
 // clock stops when the receiver has every notification. Latency: one state change at a time, from the call that
-// saves it to the receiver's request, on the memory store.
+// saves it to the receiver's request, on the memory store. CPU: the child's (process and kernel, receiver included, the
+// same for every side) per notification, over the same clock.
 // argv: <dir> <tasks> <events> <latency samples> <rounds>
 import fsp from "node:fs/promises"
 import http from "node:http"
@@ -59,6 +60,7 @@ async function oursRate(store, label) {
     await store.push.putConfig(config(id))
   }
   const start = receiver.count
+  const cpu0 = process.cpuUsage()
   const t0 = performance.now()
   // Each Task's changes in order, the Tasks side by side, as a busy server makes them.
   await Promise.all(ids.map(async (id) => {
@@ -66,8 +68,15 @@ async function oursRate(store, label) {
   }))
   await until(start + TASKS * EVENTS)
   const seconds = (performance.now() - t0) / 1000
+  const cpu = cpuPerNotification(cpu0)
   await sender.stop()
-  return (TASKS * EVENTS) / seconds
+  return { perSecond: (TASKS * EVENTS) / seconds, cpu }
+}
+
+/** CPU µs (user + system) since `cpu0`, per notification of a round. */
+function cpuPerNotification(cpu0) {
+  const { user, system } = process.cpuUsage(cpu0)
+  return (user + system) / (TASKS * EVENTS)
 }
 
 /**
@@ -82,6 +91,7 @@ async function sdkRate() {
   const ids = Array.from({ length: TASKS }, (_, i) => `${prefix}-${i}`)
   for (const id of ids) await store.save(id, context, { taskId: id, id: "hook", url, token: "", tenant: "" })
   const start = receiver.count
+  const cpu0 = process.cpuUsage()
   const t0 = performance.now()
   for (let e = 0; e < EVENTS; e++) {
     for (const id of ids) {
@@ -90,7 +100,8 @@ async function sdkRate() {
     }
   }
   await until(start + TASKS * EVENTS)
-  return (TASKS * EVENTS) / ((performance.now() - t0) / 1000)
+  const perSecond = (TASKS * EVENTS) / ((performance.now() - t0) / 1000)
+  return { perSecond, cpu: cpuPerNotification(cpu0) }
 }
 
 
@@ -149,9 +160,14 @@ try {
     events: EVENTS,
     rounds: ROUNDS,
     samples: SAMPLES,
-    memoryPerSecond: median(rows.memory),
-    filePerSecond: fileHasPush ? median(rows.file) : undefined,
-    sdkPerSecond: median(rows.sdk),
+    memoryPerSecond: median(rows.memory.map((row) => row.perSecond)),
+    filePerSecond: fileHasPush ? median(rows.file.map((row) => row.perSecond)) : undefined,
+    sdkPerSecond: median(rows.sdk.map((row) => row.perSecond)),
+    memoryCpuUs: median(rows.memory.map((row) => row.cpu)),
+    fileCpuUs: fileHasPush ? median(rows.file.map((row) => row.cpu)) : undefined,
+    sdkCpuUs: median(rows.sdk.map((row) => row.cpu)),
+    // Each round's figures, in round order: the targets take the median of per-round ratios, as the HTTP rows do.
+    perRound: rows,
     latencyP50Ms: lat.p50,
     latencyP99Ms: lat.p99,
   })

@@ -190,7 +190,8 @@ async function pushDelivery() {
   await fsp.rm(dir, { recursive: true, force: true })
   log(
     `push: ours (memory) ${info.memoryPerSecond.toFixed(0)}/s${info.filePerSecond === undefined ? "" : `, ours (file) ${info.filePerSecond.toFixed(0)}/s`}, SDK ${info.sdkPerSecond.toFixed(0)}/s; ` +
-      `state change to webhook p50 ${info.latencyP50Ms.toFixed(2)} ms, p99 ${info.latencyP99Ms.toFixed(2)} ms`,
+      `state change to webhook p50 ${info.latencyP50Ms.toFixed(2)} ms, p99 ${info.latencyP99Ms.toFixed(2)} ms; ` +
+      `CPU per notification ${info.memoryCpuUs.toFixed(0)} / ${info.fileCpuUs?.toFixed(0) ?? "n/a"} / ${info.sdkCpuUs.toFixed(0)} µs`,
   )
   return info
 }
