@@ -76,7 +76,7 @@ const READERS = 8
 /** How many configs and notifications (and how much heap of them) saves and claims keep, so each file is read once. */
 const RECORD_CACHE_ENTRIES = 10_000
 const RECORD_CACHE_HEAP_FRACTION = 1 / 64
-/** A cached record's own objects (the record, its stamp, the path key), besides its text. */
+/** A cached record's own objects (the record, the path key), besides its text. */
 const CACHED_RECORD_HEAP_BYTES = 1024
 /** How often a claim reads every Task directory, not only those known to hold notifications. */
 const FULL_SCAN_MS = 5000
@@ -148,7 +148,7 @@ export class FilePushStore implements PushStore {
   /** The Task directories that may hold notifications, as far as this process knows. */
   private readonly due = new Map<string, Due>()
   private lastFullScan = -Infinity
-  /** Configs and notifications by file, so a claim re-reads neither while a stat shows the same file (a rewrite renames a new one into place). */
+  /** Configs and notifications by file, each read once: no file's content changes (a put or a failed attempt writes a new name). */
   private readonly records = new BoundedCache<string, Cached>({ maxEntries: RECORD_CACHE_ENTRIES, maxBytes: heapShare(RECORD_CACHE_HEAP_FRACTION) }, (cached) => cached.bytes)
   private watcher: { close(): void } | undefined
 
