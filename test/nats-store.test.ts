@@ -403,7 +403,7 @@ t.test("NatsTaskStore push: two stores saving one Task at the same moment each g
     for (;;) {
       const [claim] = await a.push.claim("i-1", 1, 60_000, Date.now())
       if (claim === undefined) break
-      sent.push(`${claim.item.event.task.metadata?.by}:${claim.item.event.task.status.state}`)
+      sent.push(`${String(claim.item.event.task.metadata?.by)}:${claim.item.event.task.status.state}`)
       await a.push.ack(claim)
     }
     t.same(sent.sort(), ["a:working", "b:input-required"], `round ${round}: each save's own notification, once`)
