@@ -1,3 +1,4 @@
+import fs from "node:fs"
 import fsp from "node:fs/promises"
 import path from "node:path"
 import t from "tap"
@@ -123,4 +124,25 @@ t.test("times that are not whole milliseconds make names a claim can still read 
   await store.push.ack(again)
   const [next] = await store.push.claim("i-1", 10, 1000.5, now + 11)
   t.equal(next?.item.event.task.status.state, "completed")
+})
+
+t.test("another process's first push config in the directory is seen at once by a store whose listing watches it", async (t) => {
+  const dir = tmpDir(t)
+  const running = new FileTaskStore(dir)
+  await running.save(sampleTask("t-1", "working"))
+  await running.list({}) // a server's start-up listing: the store now watches its directory
+  t.notOk(fs.existsSync(path.join(dir, ".push")), "no push data in the directory yet")
+  // Another process (here another store) takes the Task's first config, which makes .push.
+  const other = new FileTaskStore(dir)
+  await other.push.putConfig(config("t-1", "a"))
+  // The running store claims nothing in between (no full scan): only the watch can tell it.
+  await waitFor(
+    async () => {
+      const task = sampleTask("t-1", "working")
+      return (await running.push.saveWithEvent(task, { kind: "status", task })) === 1
+    },
+    10_000,
+    "a save of the running store to enqueue a notification for the new config",
+  )
+  t.pass("its saves enqueue for the new config")
 })

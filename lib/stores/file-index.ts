@@ -116,10 +116,12 @@ export class FileIndex {
   /** Refreshes: one under way, and the next one that callers arriving meanwhile share. */
   private readonly refreshes = new NextRun(() => this.refresh())
 
+  /** `onOtherName`: told of a change the watcher saw to a name that is not a Task file (`.push` being made). */
   constructor(
     private readonly fs: FileSystem,
     private readonly dir: string,
     private readonly report: ReportError,
+    private readonly onOtherName: (name: string) => void = () => {},
   ) {}
 
   /** True once a refresh has begun: before that, saves and deletes need not tell the index. */
@@ -297,6 +299,7 @@ export class FileIndex {
     this.events++
     if (name === undefined) this.sweepNeeded = true
     else if (isTaskFile(name)) this.markDirty(name)
+    else this.onOtherName(name)
     // fs.watch names the directory itself when it is removed or moved, then goes quiet (even if one is made again in its place).
     if (name === path.basename(this.dir)) this.rewatch = true
   }

@@ -45,11 +45,11 @@ import { assertTaskId } from "./task-checks.js"
  *
  * A Task without a push directory costs a save nothing: which Tasks have
  * one is known in memory (read at open, kept by this process's changes, a
- * watch of `.push` once it exists, and every full scan's listing). Another
- * process's first config for a Task is seen by the watch at once; before
- * `.push` exists here, or on a file system layer without a watch, by the
- * next full scan (FULL_SCAN_MS): saves of the Task in between enqueue
- * nothing for it.
+ * watch of `.push` once it exists, one of the store's directory telling
+ * when `.push` is made (FileIndex's, from the first listing on), and every
+ * full scan's listing). Another process's first config for a Task is seen
+ * by a watch at once; on a file system layer without one, by the next full
+ * scan (FULL_SCAN_MS): saves of the Task in between enqueue nothing for it.
  *
  * A claim reads only the Task directories that may hold a notification due
  * by then (`due`: marked by this process's saves and settlements, and by
@@ -158,6 +158,8 @@ export class FilePushStore implements PushStore {
 
   /** Reads which Tasks have push directories, and watches for more; part of the store's opening. */
   async load(): Promise<void> {
+    // Watched before it is read, so a directory made after the read is reported (a watch of a `.push` not made yet fails, and is tried again later).
+    this.watch()
     let names: string[]
     try {
       names = await this.host.fs.readdir(this.root)
@@ -166,7 +168,6 @@ export class FilePushStore implements PushStore {
       throw new Error(`${STORE} could not read ${this.root}: ${(err as Error).message}`, { cause: err })
     }
     for (const name of names) this.known.add(name)
-    this.watch()
   }
 
   /** Stops the watch of `.push`. */

@@ -162,7 +162,10 @@ export class FileTaskStore implements TaskStore {
       throw new TypeError("FileTaskStore options.fs.watchDirectory, when given, should be a function (dir, onChange, onError) => { close() }")
     }
     this.report = errorReporter("FileTaskStore", options.onError)
-    this.index = new FileIndex(this.fs, this.dir, this.report)
+    // `.push` made by another process (its first push config in the directory): read, and watched from now on.
+    this.index = new FileIndex(this.fs, this.dir, this.report, (name) => {
+      if (name === ".push") this.pushFiles.load().catch((err: unknown) => this.report(err, "push"))
+    })
     this.retention = retentionSweeper("FileTaskStore", options.retention, (cutoff) => this.deleteFinishedBefore(cutoff), this.report)
     this.pushFiles = new FilePushStore({
       dir: this.dir,
