@@ -4,7 +4,8 @@ import path from "node:path"
 import t from "tap"
 import { FileTaskStore, type FileSystem } from "../lib/stores/file.js"
 import type { PushConfigRecord } from "../lib/stores/push-store.js"
-import { deferred, recordingFs, sampleTask, tmpDir, waitFor } from "./helpers.js"
+import type { StoreErrorContext } from "../lib/stores/background-errors.js"
+import { deadPid, deferred, recordingFs, sampleTask, simulated, tmpDir, waitFor } from "./helpers.js"
 
 /** The file store's push part on its own: what the shared contract cannot stage. */
 
@@ -145,4 +146,113 @@ t.test("another process's first push config in the directory is seen at once by 
     "a save of the running store to enqueue a notification for the new config",
   )
   t.pass("its saves enqueue for the new config")
+})
+
+/** The names in a Task's push directory that start with `prefix`. */
+const namesIn = async (dir: string, taskFile: string, prefix: string) => (await fsp.readdir(path.join(dir, ".push", taskFile))).filter((name) => name.startsWith(prefix))
+
+t.test("crash leftovers: a retry's older copy goes; a dead writer's notification of a save that never landed goes; an unreadable one is reported and goes", async (t) => {
+  const dir = tmpDir(t)
+  const seen: Array<{ err: Error; context: StoreErrorContext }> = []
+  const store = new FileTaskStore(dir, { onError: (err, context) => void seen.push({ err, context }) })
+  await pending(store, "t-1")
+  const taskDir = path.join(dir, ".push", "t-1.json")
+  const [mine] = await namesIn(dir, "t-1.json", "o-")
+  const text = await fsp.readFile(path.join(taskDir, mine), "utf8")
+  // The rewrite of a failed attempt, cut short after writing its new name: both names, the newer with attempts 1.
+  const rewritten = mine.replace(`-${process.pid}-0-`, `-${process.pid}-1-`)
+  await fsp.writeFile(path.join(taskDir, rewritten), JSON.stringify({ ...JSON.parse(text), attempts: 1 }))
+  const [claim] = await store.push.claim("i-1", 10, 60_000, Date.now())
+  t.equal(claim.item.attempts, 1, "the newer copy is the one claimed")
+  t.notOk((await namesIn(dir, "t-1.json", "o-")).includes(mine), "the older copy is gone")
+  await store.push.ack(claim)
+  t.same(await namesIn(dir, "t-1.json", "o-"), [], "nothing left after the ack")
+
+  // A save by a process that died before its Task landed: seq 2, above the stored pushSeq 1.
+  const unlanded = mine.replace("o-0000000000000001-", "o-0000000000000002-").replace(`-${process.pid}-`, `-${await deadPid()}-`)
+  await fsp.writeFile(path.join(taskDir, unlanded), text)
+  t.same(await store.push.claim("i-1", 10, 60_000, Date.now()), [], "never sent")
+  t.same(await namesIn(dir, "t-1.json", "o-"), [], "and removed")
+
+  // A committed notification whose file a crash of the machine left unreadable.
+  const waiting = sampleTask("t-1", "input-required")
+  await store.push.saveWithEvent(waiting, { kind: "status", task: waiting })
+  const [broken] = await namesIn(dir, "t-1.json", "o-")
+  await fsp.writeFile(path.join(taskDir, broken), "{")
+  // Read by a store that did not write it (the writer knows what it wrote), as after a restart.
+  const restarted = new FileTaskStore(dir, { onError: (err, context) => void seen.push({ err, context }) })
+  t.same(await restarted.push.claim("i-1", 10, 60_000, Date.now()), [], "nothing to send")
+  t.same(await namesIn(dir, "t-1.json", "o-"), [], "and it does not hold its channel for ever")
+  t.match(seen, [{ err: { message: /removed an unreadable push notification file/ }, context: { operation: "push" } }], "reported")
+})
+
+t.test("a notification due later whose wait was lost (a crash of the machine) waits again, then is sent", async (t) => {
+  const dir = tmpDir(t)
+  const store = new FileTaskStore(dir)
+  await pending(store, "t-1")
+  const taskDir = path.join(dir, ".push", "t-1.json")
+  const [name] = await namesIn(dir, "t-1.json", "o-")
+  const item = JSON.parse(await fsp.readFile(path.join(taskDir, name), "utf8"))
+  const now = Date.now()
+  // Its retry's rewrite landed, but not the rename that held it until then.
+  await fsp.writeFile(path.join(taskDir, name.replace("-0-", "-1-")), JSON.stringify({ ...item, attempts: 1, notBefore: now + 60_000 }))
+  await fsp.rm(path.join(taskDir, name))
+  t.same(await store.push.claim("i-1", 10, 60_000, now), [], "not due yet")
+  t.match(await namesIn(dir, "t-1.json", "o-"), [/~wait$/], "held until its time again")
+  const [claim] = await store.push.claim("i-1", 10, 60_000, now + 60_001)
+  t.equal(claim?.item.key, item.key, "due at its time")
+})
+
+t.test("a Task whose id is too long for a file name: its push directory is named by a hash, and its notifications are sent", async (t) => {
+  const dir = tmpDir(t)
+  const store = new FileTaskStore(dir)
+  const id = "long-".repeat(100)
+  t.equal(await pending(store, id), 1)
+  const [dirName] = await fsp.readdir(path.join(dir, ".push"))
+  t.notOk(dirName.includes("long-long"), "a hashed name")
+  // Another store on the directory finds the Task in it from the files inside.
+  const other = new FileTaskStore(dir)
+  const [claim] = await other.push.claim("i-1", 10, 60_000, Date.now())
+  t.equal(claim?.item.taskId, id)
+})
+
+t.test("file system failures: a save whose notification cannot be written fails whole; a claim that cannot read a directory reports it and looks again", async (t) => {
+  const dir = tmpDir(t)
+  let failOpen = false
+  let failReaddir = false
+  const base = recordingFs(dir, [])
+  const fs: FileSystem = {
+    ...base,
+    open: async (file, flags) => {
+      if (failOpen && path.basename(file).startsWith("o-")) throw simulated("EIO")
+      return base.open(file, flags)
+    },
+    readdir: async (file) => {
+      if (failReaddir && file.endsWith("t-1.json")) {
+        failReaddir = false
+        throw simulated("EIO")
+      }
+      return base.readdir(file)
+    },
+  }
+  const seen: Error[] = []
+  const store = new FileTaskStore(dir, { fs, onError: (err) => void seen.push(err) })
+  await pending(store, "t-1")
+  const claims = await store.push.claim("i-1", 10, 60_000, Date.now())
+  await store.push.ack(claims[0])
+
+  failOpen = true
+  const refused = sampleTask("t-1", "input-required")
+  await t.rejects(store.push.saveWithEvent(refused, { kind: "status", task: refused }), /EIO: simulated failure/)
+  failOpen = false
+  t.equal((await store.get("t-1"))?.status.state, "working", "the Task was not saved")
+  t.same(await namesIn(dir, "t-1.json", "o-"), [], "and no notification of it is left")
+
+  const next = sampleTask("t-1", "completed")
+  await store.push.saveWithEvent(next, { kind: "status", task: next })
+  failReaddir = true
+  t.same(await store.push.claim("i-1", 10, 60_000, Date.now()), [], "the directory could not be read")
+  t.match(seen, [{ message: /could not read .*t-1\.json: EIO/ }], "reported")
+  const [claim] = await store.push.claim("i-1", 10, 60_000, Date.now())
+  t.equal(claim?.item.event.task.status.state, "completed", "the next claim looks again")
 })
