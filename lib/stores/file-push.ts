@@ -158,8 +158,6 @@ export class FilePushStore implements PushStore {
 
   /** Reads which Tasks have push directories, and watches for more; part of the store's opening. */
   async load(): Promise<void> {
-    // Watched before it is read, so a directory made after the read is reported (a watch of a `.push` not made yet fails, and is tried again later).
-    this.watch()
     let names: string[]
     try {
       names = await this.host.fs.readdir(this.root)
@@ -167,13 +165,20 @@ export class FilePushStore implements PushStore {
       if (isMissing(err)) return
       throw new Error(`${STORE} could not read ${this.root}: ${(err as Error).message}`, { cause: err })
     }
-    for (const name of names) this.known.add(name)
+    // Watched, then read again: a directory made after the first read is either reported or read.
+    this.watch()
+    for (const name of [...names, ...(await this.names(this.root))]) this.known.add(name)
   }
 
   /** Stops the watch of `.push`. */
   stop(): void {
-    this.watcher?.close()
+    const watcher = this.watcher
     this.watcher = undefined
+    try {
+      watcher?.close()
+    } catch {
+      // A watch that cannot be closed is gone all the same.
+    }
   }
 
   private watch(): void {
