@@ -264,7 +264,7 @@ t.test("kill -9 during concurrent saves loses no acknowledged save and leaves no
 t.test("kill -9 during saves with push events loses no acknowledged notification and sends none for a save that did not land", async (t) => {
   if (!compiledStoreIsFresh(t)) return
   const dir = tmpDir(t)
-  const { acks, acked } = await killedWriter(t, "push-crash-writer.mjs", [dir, "20", "2"], 300)
+  const { acks, acked } = await killedWriter(t, "crash-writer.mjs", [dir, "20", "2", "20000", "push"], 300)
 
   // A restarted store drains the outbox, as the sender would: claim, ack, again.
   const store = new FileTaskStore(dir)

@@ -352,6 +352,17 @@ t.test("an unreadable file is reported by every listing and left out, with or wi
   }
 })
 
+/** A watcher that reports what the test hands to `control.change`, and nothing else. */
+function reportsWhatTheTestSays(_dir: string, control: { change?: (name: string | undefined) => void }): FileSystem {
+  return {
+    ...fsp,
+    watchDirectory: (_d, onChange) => {
+      control.change = onChange
+      return { close: () => {} }
+    },
+  }
+}
+
 t.test("a watcher that fails, cannot start, or cannot say what changed leaves listings right", async (t) => {
   const cases: Array<[string, (dir: string, control: { error?: (err: Error) => void; change?: (name: string | undefined) => void }) => FileSystem]> = [
     [
@@ -377,26 +388,8 @@ t.test("a watcher that fails, cannot start, or cannot say what changed leaves li
         },
       }),
     ],
-    [
-      "reports no names",
-      (_dir, control) => ({
-        ...fsp,
-        watchDirectory: (_d, onChange) => {
-          control.change = onChange
-          return { close: () => {} }
-        },
-      }),
-    ],
-    [
-      "reports too many names",
-      (_dir, control) => ({
-        ...fsp,
-        watchDirectory: (_d, onChange) => {
-          control.change = onChange
-          return { close: () => {} }
-        },
-      }),
-    ],
+    ["reports no names", reportsWhatTheTestSays],
+    ["reports too many names", reportsWhatTheTestSays],
     [
       "never reports",
       () => ({ ...fsp, watchDirectory: () => ({ close: () => {} }) }),
