@@ -1,6 +1,7 @@
 import { setMaxListeners } from "node:events"
 import { MAX_TIMER_MS } from "../duration.js"
 import { errorFields, type Logger } from "../log.js"
+import { NextRun } from "../stores/next-run.js"
 import type { PushClaim, PushStore } from "../stores/push-store.js"
 import { attemptDelivery } from "./attempt.js"
 import type { AllowList } from "./guard.js"
@@ -82,8 +83,8 @@ export class PushSender {
   private inFlight = 0
   private readonly sends = new Set<Promise<void>>()
 
-  private pumping: Promise<void> | undefined
-  private again = false
+  /** Claims: one under way, and one more for the wakes that came meanwhile. */
+  private readonly pumps = new NextRun(() => this.pump())
   private stopped = false
   private pollTimer: NodeJS.Timeout | undefined
   private retryTimer: NodeJS.Timeout | undefined
@@ -122,11 +123,7 @@ export class PushSender {
   /** Something may be due: a local save enqueued, another process did, or a slot freed. Claims at once (coalesced). */
   wake(): void {
     if (this.stopped) return
-    if (this.pumping) {
-      this.again = true
-      return
-    }
-    this.pumping = this.pump().finally(() => (this.pumping = undefined))
+    void this.pumps.request()
   }
 
   /**
@@ -141,7 +138,7 @@ export class PushSender {
     clearInterval(this.pollTimer)
     clearTimeout(this.retryTimer)
     await this.stopWatching?.().catch((err: unknown) => this.log.warn(errorFields(err), "push outbox watch did not stop cleanly"))
-    await this.pumping
+    await this.pumps.idle()
     if (this.sends.size > 0) {
       let timer: NodeJS.Timeout | undefined
       const waited = new Promise<void>((resolve) => (timer = setTimeout(resolve, STOP_WAIT_MS)))
@@ -153,21 +150,19 @@ export class PushSender {
     this.agents.destroy()
   }
 
+  /** One claim of what is due, as much as the free slots take; never rejects. */
   private async pump(): Promise<void> {
     try {
-      do {
-        this.again = false
-        // Claims waiting for their origin's slot are bounded too (each holds a Task): at most maxInFlight of them beside
-        // the requests under way, so a slow webhook's burst waits here up to that, then in the store.
-        const free = Math.min(this.maxInFlight - this.inFlight, 2 * this.maxInFlight - this.held.size)
-        if (free <= 0 || this.stopped) return
-        const now = Date.now()
-        const claims = await this.store.claim(this.opts.instance, free, this.leaseMs, now)
-        const before = this.inFlight
-        for (const claim of claims) this.accept(claim, now)
-        // A full batch that started requests: there may be more due. One whose origins are all busy waits for a request to end.
-        if (claims.length >= free && this.inFlight > before) this.again = true
-      } while (this.again && !this.stopped)
+      // Claims waiting for their origin's slot are bounded too (each holds a Task): at most maxInFlight of them beside
+      // the requests under way, so a slow webhook's burst waits here up to that, then in the store.
+      const free = Math.min(this.maxInFlight - this.inFlight, 2 * this.maxInFlight - this.held.size)
+      if (free <= 0 || this.stopped) return
+      const now = Date.now()
+      const claims = await this.store.claim(this.opts.instance, free, this.leaseMs, now)
+      const before = this.inFlight
+      for (const claim of claims) this.accept(claim, now)
+      // A full batch that started requests: there may be more due. One whose origins are all busy waits for a request to end.
+      if (claims.length >= free && this.inFlight > before) this.wake()
     } catch (err) {
       this.log.warn(errorFields(err), "push outbox claim failed; trying again at the next poll")
     }

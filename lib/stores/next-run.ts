@@ -21,6 +21,11 @@ export class NextRun {
     return this.next
   }
 
+  /** Settles once the run under way and the one waiting to start, if any, have ended (however they ended). */
+  async idle(): Promise<void> {
+    await (this.next ?? this.running)?.catch(() => {})
+  }
+
   private start(): Promise<void> {
     this.next = undefined
     const running = this.run()
