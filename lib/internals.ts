@@ -67,14 +67,16 @@ export function withInternals(task: A2ATask, internals: TaskInternals): A2ATask 
   return copyWith(task, { metadata: copyWith(task.metadata ?? {}, { [INTERNALS_KEY]: internals as unknown as JsonObject }) })
 }
 
-/** The push sequence a stored Task committed (see TaskInternals.pushSeq); 0 when it has none. */
-export function pushSeqOf(task: A2ATask): number {
+/** The push sequence a stored Task committed (see TaskInternals.pushSeq); 0 when it has none, or there is no Task. */
+export function pushSeqOf(task: A2ATask | undefined): number {
+  if (task === undefined) return 0
   const seq = internalsOf(task).pushSeq
   return typeof seq === "number" && Number.isSafeInteger(seq) && seq > 0 ? seq : 0
 }
 
 /** The save that committed the stored Task's pushSeq (see TaskInternals.pushWriter), if a store named it. */
-export function pushWriterOf(task: A2ATask): string | undefined {
+export function pushWriterOf(task: A2ATask | undefined): string | undefined {
+  if (task === undefined) return undefined
   const writer = internalsOf(task).pushWriter
   return typeof writer === "string" ? writer : undefined
 }

@@ -7,6 +7,7 @@ import { isProcessAlive } from "../process.js"
 import type { A2ATask } from "../types.js"
 import type { ReportError } from "./background-errors.js"
 import { idFromFileName, taskFileName, tmpFileName } from "./file-names.js"
+import { mapLimited } from "./file-index.js"
 import type { FileSystem } from "./file-system.js"
 import { ABANDONED_PUSH_ITEM_MS, assertClaimArgs, assertPushConfig, deadLetterOf, newOutboxItem, padded, retried } from "./push-records.js"
 import type { PushClaim, PushConfigRecord, PushDeadLetter, PushEvent, PushOutboxItem, PushStore } from "./push-store.js"
@@ -288,7 +289,7 @@ export class FilePushStore implements PushStore {
       this.known.delete(dirName)
       return undefined
     }
-    const stored = pushSeqOf((await this.host.stored(taskId)) ?? EMPTY)
+    const stored = pushSeqOf(await this.host.stored(taskId))
     const items = names.flatMap(itemName)
     // In this write order no other save of ours is under way: above the stored seq, ours are from saves that failed.
     const orphans = items.filter((item) => item.seq > stored && (item.pid === process.pid || !isProcessAlive(item.pid)))
@@ -335,7 +336,7 @@ export class FilePushStore implements PushStore {
     if (full) this.lastFullScan = now
     const dirs = full ? await this.taskDirs() : [...this.due].flatMap(([dirName, due]) => (due.at <= now ? [dirName] : []))
     const claims: PushClaim[] = []
-    await forEachLimited(dirs, READERS, async (dirName) => {
+    await mapLimited(dirs, READERS, async (dirName) => {
       if (claims.length >= limit) {
         // Not looked at this time: the next claim does, not the next full scan.
         if (full) this.markDue(dirName)
@@ -399,7 +400,7 @@ export class FilePushStore implements PushStore {
     const taskId = idFromFileName(dirName) ?? (await this.taskIdIn(dir, names))
     if (taskId === undefined || taskFileName(taskId) !== dirName) return { claims: [], landed }
     // The Task is read only for a notification above what this process saw saved.
-    if (items.some((item) => item.seq > landed)) landed = Math.max(landed, pushSeqOf((await this.host.stored(taskId)) ?? EMPTY))
+    if (items.some((item) => item.seq > landed)) landed = Math.max(landed, pushSeqOf(await this.host.stored(taskId)))
     const heads = new Map<string, ItemName>()
     for (const item of items) if (!heads.has(item.configFile)) heads.set(item.configFile, item)
     const configNames = currentConfigs(names)
@@ -513,7 +514,7 @@ export class FilePushStore implements PushStore {
     if (!(Number.isInteger(limit) && limit >= 0)) throw new RangeError(`${STORE}.push.listDeadLetters: limit should be a whole number >= 0`)
     await this.host.open()
     const found: Array<{ dir: string; name: string }> = []
-    await forEachLimited(await this.taskDirs(), READERS, async (dirName) => {
+    await mapLimited(await this.taskDirs(), READERS, async (dirName) => {
       const dir = path.join(this.root, dirName)
       for (const name of await this.names(dir)) if (name.startsWith(DEAD) && name.endsWith(".json")) found.push({ dir, name })
     })
@@ -698,8 +699,6 @@ export class FilePushStore implements PushStore {
   }
 }
 
-const EMPTY = { id: "", status: { state: "submitted" } } as unknown as A2ATask
-
 function configName(name: string): Array<{ name: string; version: number; configFile: string }> {
   const match = CONFIG_NAME.exec(name)
   return match ? [{ name, version: Number(match[1]), configFile: match[2] }] : []
@@ -752,12 +751,4 @@ function parseJson<T>(text: string): T | undefined {
 
 function isMissing(err: unknown): boolean {
   return (err as NodeJS.ErrnoException).code === "ENOENT"
-}
-
-async function forEachLimited<T>(items: T[], limit: number, each: (item: T) => Promise<void>): Promise<void> {
-  let next = 0
-  const worker = async () => {
-    while (next < items.length) await each(items[next++])
-  }
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker))
 }

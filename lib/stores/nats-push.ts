@@ -214,7 +214,7 @@ export class NatsPushStore implements PushStore {
       const item = JSON.parse(entry.string()) as PushOutboxItem
       let landed = committed.get(head.task)
       if (landed === undefined) {
-        const task = (await this.host.readTask(item.taskId)) ?? EMPTY
+        const task = await this.host.readTask(item.taskId)
         landed = { seq: pushSeqOf(task), writer: pushWriterOf(task) }
         committed.set(head.task, landed)
       }
@@ -354,8 +354,6 @@ export class NatsPushStore implements PushStore {
     return this.clockOffsetMs ?? 0
   }
 }
-
-const EMPTY = { id: "", status: { state: "submitted" } } as unknown as A2ATask
 
 /** A channel's lowest seq in the outbox, with every notification of it (more than one when two saves wrote it at once). */
 interface Head {

@@ -418,8 +418,8 @@ export class NatsTaskStore implements TaskStore {
       const configs = await configsRead
       const stored = entry?.operation === "PUT" ? this.taskIn(entry, id) : undefined
       if (stored && TERMINAL_STATES.has(stored.status.state)) throw new TaskConflictError(id, stored)
-      let seq = stored === undefined ? 0 : pushSeqOf(stored)
-      let writer = stored === undefined ? undefined : pushWriterOf(stored)
+      let seq = pushSeqOf(stored)
+      let writer = pushWriterOf(stored)
       const written: string[] = []
       if (configs !== undefined && configs.length > 0 && events.length > 0) {
         // This attempt's name in its notifications' keys, and in the Task once it lands.
