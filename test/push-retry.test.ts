@@ -1,7 +1,8 @@
 import { generateKeyPairSync } from "node:crypto"
 import t from "tap"
 import { renderPayload } from "../lib/push/payload.js"
-import { backoffDelay, outcomeOfStatus, parseRetryAfter } from "../lib/push/retry.js"
+import { backoffDelay, outcomeOfStatus } from "../lib/push/retry.js"
+import { parseRetryAfter } from "../lib/retry-after.js"
 import { loadSigningKey } from "../lib/push/signer.js"
 import { sampleTask } from "./helpers.js"
 

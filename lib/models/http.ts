@@ -1,3 +1,4 @@
+import { parseRetryAfter } from "../retry-after.js"
 import type { JsonObject } from "../types.js"
 
 /** When and how often a failed model request is tried again. */
@@ -96,7 +97,7 @@ async function sendOnce(endpoint: Endpoint, payload: string, signal: AbortSignal
       signal: signal ? AbortSignal.any([signal, timeout.signal]) : timeout.signal,
     })
     const text = await response.text()
-    const retryAfterMs = parseRetryAfter(response.headers.get("retry-after"))
+    const retryAfterMs = parseRetryAfter(response.headers.get("retry-after"), Date.now())
     return { kind: "answer", status: response.status, statusText: response.statusText, text, ...(retryAfterMs !== undefined && { retryAfterMs }) }
   } catch (err) {
     if (signal?.aborted) throw signal.reason
@@ -133,15 +134,6 @@ function isRetryable(result: Attempt): boolean {
 function backoffMs(attempt: number, baseDelayMs: number): number {
   const ceiling = baseDelayMs * Math.min(2 ** (attempt - 1), 16)
   return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2)
-}
-
-/** `Retry-After` in seconds or as an HTTP date; undefined when absent or unreadable. */
-function parseRetryAfter(value: string | null): number | undefined {
-  if (value === null) return undefined
-  const trimmed = value.trim()
-  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000
-  const at = Date.parse(trimmed)
-  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now())
 }
 
 /** Waits `ms`, or rejects with the signal's reason the moment it aborts. */

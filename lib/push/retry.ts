@@ -1,3 +1,5 @@
+import { parseRetryAfter } from "../retry-after.js"
+
 /**
  * What one delivery attempt's answer means for the notification: delivered,
  * to be tried again (and when the receiver asked to be tried), or failed for
@@ -23,18 +25,6 @@ export function outcomeOfStatus(status: number, retryAfter: string | undefined, 
   // Redirects are not followed (the next hop was never checked); other 4xx say the request itself is refused.
   const why = status >= 300 && status < 400 ? "a redirect, which is not followed" : "refused by the receiver"
   return { kind: "final", reason: `HTTP ${status} (${why})` }
-}
-
-/** Retry-After as a wait in ms from `now`: delta-seconds or an HTTP date; undefined when absent or unreadable. */
-export function parseRetryAfter(value: string | undefined, now: number): number | undefined {
-  if (value === undefined) return undefined
-  const text = value.trim()
-  if (/^\d+$/.test(text)) return Number(text) * 1000
-  // An HTTP date names its day and month ("Thu, 01 Jan 2026 00:00:30 GMT"); Date.parse alone would read "-5" as a year.
-  if (!/^[A-Za-z]{3},? /.test(text)) return undefined
-  const at = Date.parse(text)
-  if (Number.isNaN(at)) return undefined
-  return Math.max(0, at - now)
 }
 
 /** How long retries wait: `baseMs` doubling per failed attempt, at most `maxMs`, drawn at random below that ("full jitter"). */
