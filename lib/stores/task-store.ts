@@ -1,4 +1,5 @@
 import type { A2ATask } from "../types.js"
+import type { EventLog } from "./event-log.js"
 import type { TaskPage, TaskQuery } from "./list.js"
 import type { PushStore } from "./push-store.js"
 
@@ -45,6 +46,13 @@ export interface TaskStore {
    * methods answer -32003.
    */
   push?: PushStore
+  /**
+   * The events the Tasks' streams were sent, by position, so a dropped
+   * stream resumes (`Last-Event-ID`) here or on another server sharing the
+   * store. `delete` (and a retention sweep) of a Task removes its log too.
+   * Without it a stream cannot be resumed.
+   */
+  events?: EventLog
 }
 
 /** Who is alive among the servers sharing a store. */
