@@ -3,7 +3,9 @@ import { heapShare, textHeapBytes } from "../heap-budget.js"
 import type { A2ATask } from "../types.js"
 import { TERMINAL_STATES } from "../types.js"
 import { errorReporter, type TaskStoreOptions } from "./background-errors.js"
+import { eventRetentionOf } from "./event-log.js"
 import { listKeyOf, pageOf, withoutArtifacts, type ListKey, type TaskPage, type TaskQuery } from "./list.js"
+import { MemoryEventLog } from "./memory-events.js"
 import { MemoryPushStore, type MemoryPushOptions } from "./memory-push.js"
 import { isExpired, retentionSweeper, type RetentionSweeper } from "./retention.js"
 import { StoreFullError, type StoreLimit } from "./store-full.js"
@@ -31,12 +33,25 @@ export interface InMemoryTaskStoreOptions extends TaskStoreOptions {
   terminalTtlMs?: number
   /** Bounds of the push capability (`store.push`): its configs, undelivered notifications and dead letters. */
   push?: MemoryPushOptions
+  /**
+   * How long a finished Task's stream events are kept for resuming (`store.events`), in ms after the
+   * Task ended (default one hour); the log goes sooner with its Task, or past maxEventBytes.
+   */
+  eventRetentionMs?: number
+  /**
+   * Most heap the stream events take (`store.events`), counted as 2 bytes per character of each event's
+   * JSON plus a little per event (default half of maxBytes: an eighth of the heap limit). Past it whole
+   * logs of ended Tasks go first, the earliest ended first, then the oldest events of the largest log.
+   */
+  maxEventBytes?: number
 }
 
 /** The defaults: 100000 Tasks, a quarter of the heap, half of each for one owner. */
 export const MEMORY_DEFAULT_MAX_TASKS = 100_000
 export const MEMORY_HEAP_FRACTION = 1 / 4
 export const MEMORY_OWNER_SHARE = 1 / 2
+/** The stream events' default budget, as a share of maxBytes. */
+export const MEMORY_EVENT_SHARE = 1 / 2
 /** A stored Task's heap besides its JSON text: its entry, list key, map slots (measured: 520-830 bytes). */
 const ENTRY_HEAP_BYTES = 1024
 
@@ -85,9 +100,11 @@ export class InMemoryTaskStore implements TaskStore {
   private readonly sweeper: RetentionSweeper | undefined
   /** Push notifications: webhook configs and the outbox, saved with the Task in one synchronous step. */
   readonly push: MemoryPushStore
+  /** The events of the Tasks' streams, for resuming them (see MemoryEventLog). */
+  readonly events: MemoryEventLog
 
   constructor(opts: InMemoryTaskStoreOptions = {}) {
-    for (const name of ["maxTasks", "maxBytes", "maxTasksPerOwner", "maxBytesPerOwner"] as const) {
+    for (const name of ["maxTasks", "maxBytes", "maxTasksPerOwner", "maxBytesPerOwner", "maxEventBytes"] as const) {
       const value = opts[name]
       if (value !== undefined && !(Number.isInteger(value) && value > 0)) throw new TypeError(`InMemoryTaskStore: opts.${name} should be a positive integer`)
     }
@@ -95,6 +112,7 @@ export class InMemoryTaskStore implements TaskStore {
       throw new TypeError("InMemoryTaskStore: opts.terminalTtlMs should be a number of milliseconds >= 0")
     }
     const report = errorReporter("InMemoryTaskStore", opts.onError)
+    const eventRetentionMs = eventRetentionOf("InMemoryTaskStore", opts.eventRetentionMs)
     this.sweeper = retentionSweeper("InMemoryTaskStore", opts.retention, (cutoff) => this.deleteFinishedBefore(cutoff), report)
     if (this.sweeper !== undefined && opts.terminalTtlMs !== undefined) {
       throw new TypeError("InMemoryTaskStore: opts.retention and opts.terminalTtlMs both set how long finished Tasks are kept; give one")
@@ -111,6 +129,7 @@ export class InMemoryTaskStore implements TaskStore {
     // A subclass that overrides save (a recording or failing test store) has its save used, awaited.
     const save = (task: A2ATask) => (this.save === InMemoryTaskStore.prototype.save ? this.saveNow(task) : this.save(task))
     this.push = new MemoryPushStore({ save, maxBytes }, opts.push)
+    this.events = new MemoryEventLog({ retentionMs: eventRetentionMs, maxBytes: opts.maxEventBytes ?? Math.ceil(maxBytes * MEMORY_EVENT_SHARE), report })
     this.sweeper?.start()
   }
 
@@ -173,11 +192,13 @@ export class InMemoryTaskStore implements TaskStore {
     assertTaskId(id)
     const entry = this.tasks.get(id)
     if (entry !== undefined) this.drop(id, entry)
+    // A log may be kept for an id the store holds no Task of (events appended before its first save).
+    else this.events.forget(id)
   }
 
-  /** Stops the retention sweeps; the Tasks stay, and the store stays usable. */
+  /** Stops the retention sweeps (of Tasks and of ended stream events); the Tasks stay, and the store stays usable. */
   async close(): Promise<void> {
-    await this.sweeper?.stop()
+    await Promise.all([this.sweeper?.stop(), this.events.stop()])
   }
 
   /** Retention's sweep: removes the finished Tasks `isExpired` at `cutoff`, walking only the finished ones. */
@@ -240,10 +261,11 @@ export class InMemoryTaskStore implements TaskStore {
     if (own.tasks === 0) this.owners.delete(entry.key.owner)
   }
 
-  /** The Task leaves the store (deleted, swept, expired, dropped for room): its push configs and notifications with it. */
+  /** The Task leaves the store (deleted, swept, expired, dropped for room): its push configs, notifications and stream events with it. */
   private drop(id: string, entry: Entry): void {
     this.remove(id, entry)
     this.push.forgetTask(id)
+    this.events.forget(id)
   }
 
   private dropExpired(): void {
