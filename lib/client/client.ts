@@ -17,6 +17,15 @@ export interface RunOptions {
   signal?: AbortSignal
   /** Earlier turns, placed before the prompt; a previous `RunResult.messages` fits as is. */
   history?: ChatMessage[]
+  /**
+   * Every piece of text of every model turn, as it arrives, with the turn's
+   * number from 1: a new number means a new turn began (text said before a tool
+   * call belongs to an earlier turn; `RunResult.text` is the last turn's only).
+   * Given, HTTP models are asked to stream. A model that answers whole (an
+   * endpoint that does not stream, a local function returning a string) gives
+   * its text here once. What the listener throws is ignored.
+   */
+  onText?: (delta: string, info: { turn: number }) => void
 }
 
 export interface RunResult {
@@ -49,7 +58,13 @@ export interface ClientOptions {
   systemPrompt?: string
   /** Model calls per run before giving up; default 10. */
   maxTurns?: number
-  /** Per model request; default 60000. A request that times out is not retried. */
+  /**
+   * How long a model request may wait, in ms; default 60000. For a whole
+   * answer, that is the wait for all of it. For a streamed one (run with
+   * `onText`), it is an idle timeout: the wait for its first byte and for each
+   * next chunk, not a cap on the length of a long answer. A request that
+   * times out is not retried.
+   */
   timeoutMs?: number
   /**
    * Retries of a model request that failed with 408, 409, 429 or 5xx, or
@@ -76,12 +91,16 @@ export type ModelReply =
       inputRequired?: boolean
     }
 
-/** Plays the model in-process: for tests, benchmarks and offline agents. */
+/**
+ * Plays the model in-process: for tests, benchmarks and offline agents. It
+ * may stream its answer as an async iterable of text chunks: each goes to
+ * `RunOptions.onText` as it comes, and the answer is their concatenation (no tool calls).
+ */
 export type ModelFunction = (request: {
   messages: ChatMessage[]
   tools: readonly Tool[]
   signal?: AbortSignal
-}) => ModelReply | Promise<ModelReply>
+}) => ModelReply | AsyncIterable<string> | Promise<ModelReply | AsyncIterable<string>>
 
 interface LoopSettings {
   systemPrompt?: string
@@ -129,7 +148,8 @@ function loopClient(model: Model, settings: LoopSettings): Client {
 async function runLoop(model: Model, settings: LoopSettings, prompt: string, opts: RunOptions): Promise<RunResult> {
   if (typeof prompt !== "string") throw new TypeError("run: prompt should be a string")
   if (opts.history !== undefined && !Array.isArray(opts.history)) throw new TypeError("run: opts.history should be an array of ChatMessage")
-  const { toolkit, signal } = opts
+  if (opts.onText !== undefined && typeof opts.onText !== "function") throw new TypeError("run: opts.onText should be a function")
+  const { toolkit, signal, onText } = opts
   const system: ChatMessage[] = settings.systemPrompt ? [{ role: "system", content: settings.systemPrompt }] : []
   const messages: ChatMessage[] = [...(opts.history ?? []), { role: "user", content: prompt }]
   const toolCalls: ToolCallRecord[] = []
@@ -137,7 +157,16 @@ async function runLoop(model: Model, settings: LoopSettings, prompt: string, opt
 
   for (let turn = 1; turn <= settings.maxTurns; turn++) {
     signal?.throwIfAborted()
-    const reply = await unlessAborted(model.turn({ messages: [...system, ...messages], toolkit, signal }), signal)
+    let streamed = false
+    const hear = onText
+      ? (delta: string) => {
+          streamed = true
+          tell(onText, delta, turn)
+        }
+      : undefined
+    const reply = await unlessAborted(model.turn({ messages: [...system, ...messages], toolkit, signal, ...(hear && { onText: hear }) }), signal)
+    // A model that answered whole still shows its answer through onText, once.
+    if (onText && !streamed && reply.text !== "") tell(onText, reply.text, turn)
     usage = addUsage(usage, reply.usage)
     const calls = reply.toolCalls.map(({ id, name, args }) => ({ id, name, args }))
     messages.push({ role: "assistant", content: reply.text, ...(calls.length > 0 && { toolCalls: calls }) })
@@ -153,6 +182,20 @@ async function runLoop(model: Model, settings: LoopSettings, prompt: string, opt
     }
   }
   throw new Error(`The model kept calling tools after ${settings.maxTurns} turns without giving an answer; raise maxTurns or make the prompt more specific`)
+}
+
+/**
+ * Hands a piece of text to the caller's listener. What it throws (or an async
+ * listener rejects with) is ignored: a slow or broken listener is the caller's
+ * problem, not the model's, and must not fail a run whose model answered.
+ */
+function tell(listener: NonNullable<RunOptions["onText"]>, delta: string, turn: number): void {
+  try {
+    const returned: unknown = listener(delta, { turn })
+    if (returned instanceof Promise) returned.catch(() => {})
+  } catch {
+    // ignored, as said above
+  }
 }
 
 async function runTool(call: ModelToolCall, toolkit: Toolkit | undefined, signal: AbortSignal | undefined): Promise<ToolResult> {
@@ -192,12 +235,13 @@ function localModel(respond: ModelFunction, name: string): Model {
   let nextCallId = 1 // ids the function leaves out must still pair each tool message with its call
   return {
     name,
-    async turn({ messages, toolkit, signal }): Promise<ModelTurn> {
+    async turn({ messages, toolkit, signal, onText }): Promise<ModelTurn> {
       const reply = await respond({ messages: [...messages], tools: toolkit?.tools() ?? [], signal })
       if (typeof reply === "string") return { text: reply, toolCalls: [], usage: usageFrom(0, 0) }
       if (typeof reply !== "object" || reply === null) {
-        throw new TypeError(`The local model function should return a string or { text, toolCalls, usage }, got ${reply === null ? "null" : typeof reply}`)
+        throw new TypeError(`The local model function should return a string, { text, toolCalls, usage } or an async iterable of text chunks, got ${reply === null ? "null" : typeof reply}`)
       }
+      if (Symbol.asyncIterator in reply) return { text: await readChunks(reply, onText, signal), toolCalls: [], usage: usageFrom(0, 0) }
       const toolCalls = (reply.toolCalls ?? []).map((call) => ({
         id: call.id ?? `local_call_${nextCallId++}`,
         name: call.name,
@@ -207,6 +251,18 @@ function localModel(respond: ModelFunction, name: string): Model {
       return { text: reply.text ?? "", toolCalls, usage, inputRequired: reply.inputRequired === true }
     },
   }
+}
+
+/** The text of a model function's chunks, each handed to `onText` as it comes; an abort stops the reading. */
+async function readChunks(chunks: AsyncIterable<string>, onText: ((delta: string) => void) | undefined, signal: AbortSignal | undefined): Promise<string> {
+  let text = ""
+  for await (const chunk of chunks) {
+    signal?.throwIfAborted()
+    if (typeof chunk !== "string") throw new TypeError(`The local model function's chunks should be strings, got ${chunk === null ? "null" : typeof chunk}`)
+    text += chunk
+    if (chunk !== "") onText?.(chunk)
+  }
+  return text
 }
 
 function checkClientOptions(opts: ClientOptions): void {

@@ -1,5 +1,6 @@
 import { parseRetryAfter } from "../retry-after.js"
 import type { JsonObject } from "../types.js"
+import { sseEvents, type SseEvent } from "./sse-lines.js"
 
 /** When and how often a failed model request is tried again. */
 export interface RetryPolicy {
@@ -49,11 +50,51 @@ class ModelEndpointError extends Error {
   }
 }
 
+/** Reads one streamed answer, event by event; an adapter makes a fresh one for each attempt. */
+export interface StreamReader<T> {
+  /** The event that ends a whole answer, named when a stream stops short of it: "[DONE]", "message_stop". */
+  readonly terminal: string
+  /**
+   * Takes the next event, handing any text on to `emit`; returns the turn at
+   * the terminal event. Throws a StreamFault at an event it will not take.
+   */
+  take(event: SseEvent, emit: (text: string) => void): T | undefined
+}
+
+/** Asks for the answer as a stream: `onText` gets each piece of text as it arrives. */
+export interface Streaming<T> {
+  onText: (delta: string) => void
+  reader: () => StreamReader<T>
+}
+
+/** A StreamReader's refusal of an event: `says` what it was; `body`, the event's data, is shown like an error answer's body (redacted, then cut). */
+export class StreamFault extends Error {
+  readonly says: string
+  readonly body: string
+
+  constructor(says: string, body: string) {
+    super(says)
+    this.name = "StreamFault"
+    this.says = says
+    this.body = body
+  }
+}
+
+/** An event's data as the JSON object both providers send; a StreamFault when it is not one. */
+export function jsonEventData(data: string): JsonObject {
+  const parsed = parseJson(data)
+  if (!isObject(parsed)) throw new StreamFault("it sent an event that is not a JSON object", data)
+  return parsed
+}
+
 /** What one request came to, short of the caller aborting it. */
-type Attempt =
+type Attempt<T> =
   | { kind: "answer"; status: number; statusText: string; text: string; retryAfterMs?: number }
   | { kind: "unreachable"; reason: string }
   | { kind: "timeout" }
+  | { kind: "streamed"; turn: T }
+  /** A streamed answer stopped short; `afterText`: some of its text had reached the caller; `stalled`: it went quiet for timeoutMs. */
+  | { kind: "cut"; reason: string; afterText: boolean; stalled: boolean }
 
 /** Either wait and try again, or stop; `note` says why we stopped when the user could not guess it. */
 type NextStep = { waitMs: number } | { note?: string }
@@ -63,17 +104,24 @@ type NextStep = { waitMs: number } | { note?: string }
  * undefined when the answer is not the shape it wants. A 408, 409, 429 or 5xx
  * answer and a failed connection are retried with backoff (see RetryPolicy).
  * Every failure becomes an Error that names the provider and never shows a credential.
+ *
+ * With `streaming`, an answer of type text/event-stream is read event by event
+ * through its reader instead (any other answer is read as above), and timeoutMs
+ * bounds each wait for more of it, not its whole length. A stream that fails
+ * before any text reached `onText` is retried like a failed connection; once
+ * text has gone out, it is not: a retry would say that text again.
  */
 export async function postJson<T>(
   endpoint: Endpoint,
   body: JsonObject,
   signal: AbortSignal | undefined,
   read: (answer: unknown) => T | undefined,
+  streaming?: Streaming<T>,
 ): Promise<T> {
   const payload = JSON.stringify(body)
   const deadline = Date.now() + endpoint.retry.deadlineMs
   for (let attempt = 1; ; attempt++) {
-    const result = await sendOnce(endpoint, payload, signal)
+    const result = await sendOnce(endpoint, payload, signal, streaming)
     const next = nextStep(result, attempt, endpoint.retry, deadline)
     if ("waitMs" in next) {
       await sleep(next.waitMs, signal)
@@ -84,11 +132,12 @@ export async function postJson<T>(
 }
 
 /** One POST; only the caller's abort escapes as a throw, every other failure is an Attempt. */
-async function sendOnce(endpoint: Endpoint, payload: string, signal: AbortSignal | undefined): Promise<Attempt> {
-  // Not AbortSignal.timeout: its timer stays pending for the whole timeoutMs after the answer came.
+async function sendOnce<T>(endpoint: Endpoint, payload: string, signal: AbortSignal | undefined, streaming: Streaming<T> | undefined): Promise<Attempt<T>> {
+  // Not AbortSignal.timeout: its timer stays pending for the whole timeoutMs after the answer came, and cannot be restarted.
   const timeout = new AbortController()
   const timer = setTimeout(() => timeout.abort(), endpoint.timeoutMs)
   timer.unref()
+  let stream: { afterText: boolean } | undefined // set once a streamed answer has begun
   try {
     const response = await fetch(endpoint.url, {
       method: "POST",
@@ -96,11 +145,20 @@ async function sendOnce(endpoint: Endpoint, payload: string, signal: AbortSignal
       body: payload,
       signal: signal ? AbortSignal.any([signal, timeout.signal]) : timeout.signal,
     })
+    if (streaming && response.ok && response.body && isEventStream(response.headers.get("content-type"))) {
+      stream = { afterText: false }
+      return await readStream(response.body, streaming, stream, () => timer.refresh())
+    }
     const text = await response.text()
     const retryAfterMs = parseRetryAfter(response.headers.get("retry-after"), Date.now())
     return { kind: "answer", status: response.status, statusText: response.statusText, text, ...(retryAfterMs !== undefined && { retryAfterMs }) }
   } catch (err) {
     if (signal?.aborted) throw signal.reason
+    if (stream) {
+      const stalled = timeout.signal.aborted
+      const reason = stalled ? `nothing came for ${endpoint.timeoutMs} ms` : streamFailure(err, redactor(endpoint.headers))
+      return { kind: "cut", reason, afterText: stream.afterText, stalled }
+    }
     if (timeout.signal.aborted) return { kind: "timeout" }
     return { kind: "unreachable", reason: failureReason(err) }
   } finally {
@@ -108,7 +166,46 @@ async function sendOnce(endpoint: Endpoint, payload: string, signal: AbortSignal
   }
 }
 
-function nextStep(result: Attempt, attempt: number, policy: RetryPolicy, deadline: number): NextStep {
+/**
+ * Feeds the body's events to a fresh reader until its terminal event.
+ * `touch` restarts the request's timeout at every chunk, so it bounds a stall, not a long answer.
+ */
+async function readStream<T>(body: AsyncIterable<Uint8Array>, streaming: Streaming<T>, progress: { afterText: boolean }, touch: () => void): Promise<Attempt<T>> {
+  touch()
+  const reader = streaming.reader()
+  const emit = (text: string) => {
+    if (text === "") return
+    progress.afterText = true
+    streaming.onText(text)
+  }
+  for await (const event of sseEvents(touching(body, touch))) {
+    const turn = reader.take(event, emit)
+    if (turn !== undefined) return { kind: "streamed", turn } // leaving the loop cancels the rest of the body
+  }
+  return { kind: "cut", reason: `the stream ended before ${reader.terminal}`, afterText: progress.afterText, stalled: false }
+}
+
+async function* touching(body: AsyncIterable<Uint8Array>, touch: () => void): AsyncGenerator<Uint8Array> {
+  for await (const chunk of body) {
+    touch()
+    yield chunk
+  }
+}
+
+/** "text/event-stream", whatever its parameters and case. */
+function isEventStream(contentType: string | null): boolean {
+  return contentType?.split(";")[0].trim().toLowerCase() === "text/event-stream"
+}
+
+/** Why a stream stopped: the reader's refusal with the provider's words, or what broke the connection. */
+function streamFailure(err: unknown, hide: (text: string) => string): string {
+  if (err instanceof StreamFault) return `${err.says}: ${providerMessage(hide(err.body))}`
+  const cause = err instanceof Error ? err.cause : undefined
+  if (cause instanceof Error) return cause.message // undici's "terminated" says less than its cause, "other side closed"
+  return failureReason(err)
+}
+
+function nextStep<T>(result: Attempt<T>, attempt: number, policy: RetryPolicy, deadline: number): NextStep {
   if (!isRetryable(result) || attempt > policy.maxRetries) return {}
   const retryAfterMs = result.kind === "answer" ? result.retryAfterMs : undefined
   const waitMs = retryAfterMs ?? backoffMs(attempt, policy.baseDelayMs)
@@ -120,12 +217,14 @@ function nextStep(result: Attempt, attempt: number, policy: RetryPolicy, deadlin
 
 /**
  * Worth another try: overload, rate limits and conflicts pass, and so may a
- * dropped connection. A timeout is not retried: the model is slow, not flaky,
- * and another wait of opts.timeoutMs would only delay the failure.
+ * dropped connection, or a stream cut before any of its text went out. A
+ * timeout is not retried: the model is slow, not flaky, and another wait of
+ * opts.timeoutMs would only delay the failure.
  */
-function isRetryable(result: Attempt): boolean {
+function isRetryable<T>(result: Attempt<T>): boolean {
   if (result.kind === "unreachable") return true
-  if (result.kind === "timeout") return false
+  if (result.kind === "timeout" || result.kind === "streamed") return false
+  if (result.kind === "cut") return !result.afterText && !result.stalled
   const { status } = result
   return status === 408 || status === 409 || status === 429 || status >= 500
 }
@@ -153,12 +252,21 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
 }
 
 /** The last attempt's result as the turn's answer, or as an Error that says how many attempts it took. */
-function settle<T>(endpoint: Endpoint, result: Attempt, attempts: number, note: string | undefined, read: (answer: unknown) => T | undefined): T {
+function settle<T>(endpoint: Endpoint, result: Attempt<T>, attempts: number, note: string | undefined, read: (answer: unknown) => T | undefined): T {
   const { provider, url, timeoutMs } = endpoint
   const hide = redactor(endpoint.headers)
   const after = attempts > 1 ? ` after ${attempts} attempts` : ""
+  const slow = "; raise opts.timeoutMs if it is just slow"
+  if (result.kind === "streamed") return result.turn
   if (result.kind === "timeout") {
-    throw new Error(`The ${provider} model did not answer within ${timeoutMs} ms${attempts > 1 ? ` on attempt ${attempts}` : ""}; raise opts.timeoutMs if it is just slow`)
+    throw new Error(`The ${provider} model did not answer within ${timeoutMs} ms${attempts > 1 ? ` on attempt ${attempts}` : ""}${slow}`)
+  }
+  if (result.kind === "cut") {
+    const { reason, afterText, stalled } = result
+    const message = afterText
+      ? `The ${provider} model's answer broke off after streaming had begun (${reason}); not retried, since the text already streamed would be said twice`
+      : `The ${provider} model's streamed answer broke off before any text (${reason})${after}`
+    throw new Error(hide(`${message}${stalled ? slow : ""}`))
   }
   if (result.kind === "unreachable") {
     throw new Error(hide(`Could not reach the ${provider} model endpoint at ${displayUrl(url)} (${result.reason})${after}; check opts.baseUrl and that the server is up`))

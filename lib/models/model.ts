@@ -35,6 +35,11 @@ export interface ModelRequest {
   messages: readonly ChatMessage[]
   toolkit?: Toolkit
   signal?: AbortSignal
+  /**
+   * Asks for the answer as a stream: each piece of its text, in order, as it
+   * arrives. Without it, the model is asked for the whole answer at once.
+   */
+  onText?: (delta: string) => void
 }
 
 export interface ModelTurn {

@@ -1,7 +1,8 @@
 import type { ChatMessage } from "./model.js"
 import type { JsonObject } from "../types.js"
-import { isObject, joinUrl, postJson, snippet, type Endpoint, type EndpointOptions } from "./http.js"
-import { usageFrom, type Model, type ModelToolCall, type ModelTurn } from "./model.js"
+import { isObject, joinUrl, jsonEventData, postJson, StreamFault, type Endpoint, type EndpointOptions, type StreamReader } from "./http.js"
+import { usageFrom, type Model, type ModelToolCall, type ModelTurn, type Usage } from "./model.js"
+import { toolCallFrom } from "./tool-arguments.js"
 
 /** A model behind an OpenAI-style `POST /chat/completions` (OpenAI, vLLM, Ollama, LM Studio, ...). */
 export function openAIModel(opts: EndpointOptions): Model {
@@ -19,11 +20,14 @@ export function openAIModel(opts: EndpointOptions): Model {
   }
   return {
     name: opts.model,
-    turn({ messages, toolkit, signal }) {
+    turn({ messages, toolkit, signal, onText }) {
       const tools = toolkit?.toOpenAI() ?? []
       const body: JsonObject = { model: opts.model, messages: messages.map(toOpenAIMessage) }
       if (tools.length > 0) body.tools = tools
-      return postJson(endpoint, body, signal, readCompletion)
+      if (!onText) return postJson(endpoint, body, signal, readCompletion)
+      // Without include_usage a stream reports no token counts at all.
+      Object.assign(body, { stream: true, stream_options: { include_usage: true } })
+      return postJson(endpoint, body, signal, readCompletion, { onText, reader: completionStream })
     },
   }
 }
@@ -52,33 +56,75 @@ function readCompletion(answer: unknown): ModelTurn | undefined {
   const message = isObject(choice) ? choice.message : undefined
   if (!isObject(message)) return undefined
   const calls: unknown[] = Array.isArray(message.tool_calls) ? message.tool_calls : []
-  const usage = isObject(answer.usage) ? answer.usage : {}
-  return {
-    text: typeof message.content === "string" ? message.content : "",
-    toolCalls: calls.map(readToolCall),
-    usage: usageFrom(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens),
-  }
+  return { text: typeof message.content === "string" ? message.content : "", toolCalls: calls.map(readToolCall), usage: readUsage(answer.usage) }
+}
+
+function readUsage(usage: unknown): Usage {
+  const counts = isObject(usage) ? usage : {}
+  return usageFrom(counts.prompt_tokens, counts.completion_tokens, counts.total_tokens)
 }
 
 function readToolCall(call: unknown, index: number): ModelToolCall {
   const fn = isObject(call) && isObject(call.function) ? call.function : {}
   const id = isObject(call) && typeof call.id === "string" ? call.id : `call_${index}`
-  const name = typeof fn.name === "string" ? fn.name : ""
-  const decoded = decodeArguments(fn.arguments, name)
-  return decoded.invalid === undefined ? { id, name, args: decoded.args } : { id, name, args: {}, invalid: decoded.invalid }
+  return toolCallFrom(id, typeof fn.name === "string" ? fn.name : "", fn.arguments)
 }
 
-/** OpenAI sends arguments as a JSON string, and models sometimes get it wrong. */
-function decodeArguments(raw: unknown, name: string): { args: JsonObject; invalid?: string } {
-  if (raw === undefined || raw === null || raw === "") return { args: {} }
-  if (isObject(raw)) return { args: raw } // some compatible servers send the object itself
-  const text = typeof raw === "string" ? raw : JSON.stringify(raw)
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(text)
-  } catch {
-    return { args: {}, invalid: `The arguments were not valid JSON (${snippet(text, 100)}); call ${name} again with a JSON object` }
+/**
+ * A streamed chat completion: `choices[0].delta` carries pieces of the text
+ * and of the tool calls, each call's pieces tagged with its `index` (its id
+ * and name come once, its arguments in many pieces); the usage comes in a last
+ * chunk with no choices, and `data: [DONE]` ends the stream.
+ */
+function completionStream(): StreamReader<ModelTurn> {
+  let text = ""
+  let usage = usageFrom(0, 0)
+  let last: number | undefined // the index of the call the latest piece belonged to
+  const calls = new Map<number, { id?: string; name: string; arguments: string }>() // by the index the deltas name
+  return {
+    terminal: "[DONE]",
+    take({ data }, emit) {
+      if (data.trim() === "[DONE]") {
+        const byIndex = [...calls].sort(([a], [b]) => a - b)
+        const toolCalls = byIndex.map(([index, { id, name, arguments: args }]) => readToolCall({ id, function: { name, arguments: args } }, index))
+        return { text, toolCalls, usage }
+      }
+      const chunk = parseChunk(data)
+      if (isObject(chunk.usage)) usage = readUsage(chunk.usage)
+      const choice: unknown = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined
+      const delta = isObject(choice) && isObject(choice.delta) ? choice.delta : {}
+      if (typeof delta.content === "string" && delta.content !== "") {
+        text += delta.content
+        emit(delta.content)
+      }
+      const pieces: unknown[] = Array.isArray(delta.tool_calls) ? delta.tool_calls : []
+      for (const piece of pieces) {
+        if (!isObject(piece)) continue
+        const index = pieceIndex(piece, calls, last)
+        const call = calls.get(index) ?? { name: "", arguments: "" }
+        calls.set(index, call)
+        last = index
+        if (typeof piece.id === "string" && piece.id !== "") call.id = piece.id
+        const fn = isObject(piece.function) ? piece.function : {}
+        if (typeof fn.name === "string") call.name += fn.name
+        if (typeof fn.arguments === "string") call.arguments += fn.arguments
+      }
+      return undefined
+    },
   }
-  if (isObject(parsed)) return { args: parsed }
-  return { args: {}, invalid: `The arguments were not a JSON object (${snippet(text, 100)}); call ${name} again with a JSON object` }
+}
+
+/** The call a piece belongs to. A server that leaves out `index` sends one call at a time: a piece with a new id starts the next one. */
+function pieceIndex(piece: JsonObject, calls: Map<number, { id?: string }>, last: number | undefined): number {
+  if (typeof piece.index === "number") return piece.index
+  if (last === undefined) return 0
+  const startsAnother = typeof piece.id === "string" && piece.id !== "" && piece.id !== calls.get(last)?.id
+  return startsAnother ? last + 1 : last
+}
+
+function parseChunk(data: string): JsonObject {
+  const chunk = jsonEventData(data)
+  // OpenAI and compatible servers report a failure after the 200 as a chunk of its own.
+  if (chunk.error !== undefined && chunk.error !== null) throw new StreamFault("it sent an error", data)
+  return chunk
 }
