@@ -9,6 +9,7 @@ import { resolveStore } from "../lib/stores/resolve.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import { storeContract } from "./store-contract.js"
 import { pushStoreContract } from "./push-store-contract.js"
+import { eventLogContract } from "./event-log-contract.js"
 import type { A2ATask } from "../lib/types.js"
 import { recordingFs, sampleTask, tmpDir, waitFor } from "./helpers.js"
 
@@ -49,6 +50,17 @@ pushStoreContract("FileTaskStore", {
   make: async (t) => {
     const dir = tmpDir(t)
     return { store: closedAtEnd(t, new FileTaskStore(dir)), another: () => closedAtEnd(t, new FileTaskStore(dir)) }
+  },
+})
+
+eventLogContract("InMemoryTaskStore", {
+  make: async (t, options) => ({ store: closedAtEnd(t, new InMemoryTaskStore(options)), another: () => closedAtEnd(t, new InMemoryTaskStore(options)) }),
+  shared: false,
+})
+eventLogContract("FileTaskStore", {
+  make: async (t, options) => {
+    const dir = tmpDir(t)
+    return { store: closedAtEnd(t, new FileTaskStore(dir, options)), another: () => closedAtEnd(t, new FileTaskStore(dir, options)) }
   },
 })
 

@@ -15,6 +15,15 @@ export interface FileSystem {
    * without overwriting one saved after that; without it, a rename does.
    */
   link?(from: string, to: string): Promise<void>
+  /**
+   * Optional: adds `data` at the end of the file at `path` (O_APPEND: each
+   * call lands whole after what any process wrote before it), creating the
+   * file when it is missing; ENOENT when its directory is. The event log
+   * appends with it; without it, a log is rewritten whole (a tmp file
+   * renamed over it), and two processes appending to one log at once may
+   * then lose one's events.
+   */
+  appendFile?(path: string, data: string, encoding: "utf8"): Promise<void>
   /** `ino`, `size` and `ctimeMs` let get() and list() reuse a file they read before; a layer without them just reads every time. */
   stat(path: string): Promise<FileStat>
   /**

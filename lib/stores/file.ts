@@ -17,6 +17,8 @@ import { WriteOrder } from "./write-order.js"
 import type { FileStat, FileSystem, FileSystemHandle } from "./file-system.js"
 import { NextRun } from "./next-run.js"
 import { FilePushStore } from "./file-push.js"
+import { FileEventLog } from "./file-events.js"
+import { eventRetentionOf, type EventLog } from "./event-log.js"
 import { eventTexts } from "./push-records.js"
 import type { PushEvent, PushStore } from "./push-store.js"
 import { withPushSeq } from "../internals.js"
@@ -28,6 +30,11 @@ export interface FileTaskStoreOptions extends TaskStoreOptions {
   fs?: FileSystem
   /** Heap the read cache may take, in bytes (2 per character of each file's text); default a sixteenth of the heap limit. */
   readCacheBytes?: number
+  /**
+   * How long a finished Task's stream events are kept for resuming (`store.events`, in `<dir>/.events`),
+   * in ms after the Task ended (default one hour); the log goes sooner with its Task.
+   */
+  eventRetentionMs?: number
 }
 
 /** A save never takes this long, so a tmp file this old is abandoned whoever wrote it. */
@@ -92,6 +99,7 @@ const defaultFileSystem: FileSystem = {
   open: openFile,
   rename: (from, to) => viaCallback((done) => fs.rename(from, to, done)),
   link: (from, to) => viaCallback((done) => fs.link(from, to, done)),
+  appendFile: (path, data, encoding) => viaCallback((done) => fs.appendFile(path, data, encoding, done)),
   // A file is unlinked in one call (fsp.rm looks first); a directory goes through fsp.rm.
   rm: (path, options) =>
     options.recursive ? fsp.rm(path, options) : viaCallback((done) => fs.unlink(path, (err) => done(err?.code === "ENOENT" ? null : err))),
@@ -122,6 +130,9 @@ let tmpCounter = 0
  * list() pages from an index of what it filters and orders by (see
  * FileIndex), and reads only the files of the page. With `opts.retention`,
  * finished Tasks older than its TTL are deleted in the background.
+ * Push configs and notifications live in `<dir>/.push` (FilePushStore),
+ * stream events in `<dir>/.events` (FileEventLog): dot-directories, which
+ * no listing reads as Tasks.
  */
 export class FileTaskStore implements TaskStore {
   readonly dir: string
@@ -142,6 +153,7 @@ export class FileTaskStore implements TaskStore {
   private readonly index: FileIndex
   private readonly retention: RetentionSweeper | undefined
   private readonly pushFiles: FilePushStore
+  private readonly eventFiles: FileEventLog
 
   constructor(dir: string, options: FileTaskStoreOptions = {}) {
     if (typeof dir !== "string" || dir.length === 0) {
@@ -167,6 +179,14 @@ export class FileTaskStore implements TaskStore {
       if (name === ".push") this.pushFiles.load().catch((err: unknown) => this.report(err, "push"))
     })
     this.retention = retentionSweeper("FileTaskStore", options.retention, (cutoff) => this.deleteFinishedBefore(cutoff), this.report)
+    this.eventFiles = new FileEventLog({
+      dir: this.dir,
+      fs: this.fs,
+      report: this.report,
+      retentionMs: eventRetentionOf("FileTaskStore", options.eventRetentionMs),
+      open: () => this.open(),
+      removeAbandonedTmpFiles: (dir) => removeAbandonedTmpFiles(this.fs, dir),
+    })
     this.pushFiles = new FilePushStore({
       dir: this.dir,
       fs: this.fs,
@@ -181,6 +201,7 @@ export class FileTaskStore implements TaskStore {
       await openDirectory(this.fs, this.dir)
       await this.pushFiles.load()
       this.retention?.start()
+      this.eventFiles.start()
     })
     // Begun now, so a neighbour's abandoned tmp files go early; a failure is forgotten and the next call tries again.
     void this.open().catch(() => {})
@@ -198,6 +219,11 @@ export class FileTaskStore implements TaskStore {
   /** Push configs and notifications, in `<dir>/.push` (see FilePushStore). */
   get push(): PushStore {
     return this.pushFiles
+  }
+
+  /** The events of the Tasks' streams, for resuming them, in `<dir>/.events` (see FileEventLog). */
+  get events(): EventLog {
+    return this.eventFiles
   }
 
   /** The file a Task id is stored in. */
@@ -431,6 +457,7 @@ export class FileTaskStore implements TaskStore {
       await this.fs.rm(aside, { force: true })
       this.index.removed(item.name)
       await this.pushFiles.removeTask(item.key.id)
+      await this.eventFiles.removeTask(item.key.id)
       return true
     })
   }
@@ -445,23 +472,25 @@ export class FileTaskStore implements TaskStore {
     }
     return this.writes.run(id, async () => {
       await this.open()
-      // Push files first: a crash between leaves a Task without configs, never configs a new Task of that id would find.
+      // Push files and events first: a crash between leaves a Task without them, never ones a new Task of that id would find.
       await this.pushFiles.removeTask(id)
+      await this.eventFiles.removeTask(id)
       await this.fs.rm(file, { force: true })
       this.index.removed(path.basename(file))
     })
   }
 
   /**
-   * Stops the retention sweeps and the index's watcher, and resolves once
-   * the opening and every save and delete already called have landed (or
-   * failed). The store stays usable; its listings then find other
-   * processes' changes by the directory's times.
+   * Stops the retention sweeps (of Tasks and of ended stream events) and the
+   * index's watcher, and resolves once the opening and every save, delete and
+   * event append already called have landed (or failed). The store stays
+   * usable; its listings then find other processes' changes by the
+   * directory's times.
    */
   async close(): Promise<void> {
     this.index.stop()
     this.pushFiles.stop()
-    await Promise.all([this.directory.current?.catch(() => {}), this.writes.idle(), this.retention?.stop()])
+    await Promise.all([this.directory.current?.catch(() => {}), this.writes.idle(), this.retention?.stop(), this.eventFiles.stop()])
   }
 
   /** `cache`: keep the text in the read cache (it always is when the index needs the file's stamp anyway). */
