@@ -11,6 +11,7 @@ import { serve } from "../plugins/serve.js"
 import { PG_URL, sampleTask, waitFor } from "./helpers.js"
 import { storeContract } from "./store-contract.js"
 import { pushStoreContract } from "./push-store-contract.js"
+import { eventLogContract } from "./event-log-contract.js"
 
 /**
  * Runs against a real PostgreSQL (TOOLNEXUS_TEST_PG_URL, default the local
@@ -30,7 +31,7 @@ function tablesFor(t: Test) {
   const stores: PostgresTaskStore[] = []
   t.teardown(async () => {
     await Promise.all(stores.map((store) => store.close()))
-    await admin.query(`DROP TABLE IF EXISTS "${table}", "${leaseTable}", "${table}_pushcfg", "${table}_outbox", "${table}_dead"`)
+    await admin.query(`DROP TABLE IF EXISTS "${table}", "${leaseTable}", "${table}_pushcfg", "${table}_outbox", "${table}_dead", "${table}_events", "${table}_events_ends"`)
   })
   const open = (opts: PostgresTaskStoreOptions = {}, url = PG_URL) => {
     const store = new PostgresTaskStore(url, { table, leaseTable, ...opts })
@@ -73,6 +74,13 @@ pushStoreContract("PostgresTaskStore", {
   },
   refusesTerminal: true,
   watchesOutbox: true,
+})
+
+eventLogContract("PostgresTaskStore", {
+  make: async (t, options) => {
+    const { open } = tablesFor(t)
+    return { store: open(options), another: () => open(options) }
+  },
 })
 
 t.test("a terminal Task is never overwritten: the save is refused with what the store holds", async (t) => {

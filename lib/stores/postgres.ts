@@ -11,6 +11,8 @@ import { TaskConflictError, type LeaseBook, type TaskStore } from "./task-store.
 import { WriteOrder } from "./write-order.js"
 import { ESCAPED, fromTextKey, jsonbDocument, taskFrom, textKey } from "./postgres-text.js"
 import { PostgresPushStore, pushCleanupCtes, pushSchemaSql, pushTables, saveWithEventSql } from "./postgres-push.js"
+import { eventCleanupCtes, eventSchemaSql, eventTables, PostgresEventLog } from "./postgres-events.js"
+import { eventRetentionOf, type EventLog } from "./event-log.js"
 import { eventTexts } from "./push-records.js"
 import type { PushEvent, PushStore } from "./push-store.js"
 
@@ -25,6 +27,10 @@ export interface PostgresTaskStoreOptions extends TaskStoreOptions {
   poolSize?: number
   /** The package the driver is imported from (default "pg"): a fork or wrapper with pg's Pool and Client. */
   driverModule?: string
+  /** The stream events table (default `<table>_events`); ended logs' expiries go in `<eventTable>_ends` (see PostgresEventLog). */
+  eventTable?: string
+  /** How long a finished Task's stream events are kept for resuming (`store.events`), in ms after it ended (default one hour). */
+  eventRetentionMs?: number
 }
 
 /*
@@ -163,9 +169,21 @@ const RETENTION_BATCH = 1000
  *     );
  *     CREATE INDEX IF NOT EXISTS "toolnexus_tasks_dead_at" ON "toolnexus_tasks_dead" (dead_at DESC, seq DESC);
  *     CREATE INDEX IF NOT EXISTS "toolnexus_tasks_dead_task" ON "toolnexus_tasks_dead" (task_id);
+ *     CREATE TABLE IF NOT EXISTS "toolnexus_tasks_events" (
+ *       task_id text COLLATE "C" NOT NULL,
+ *       position bigint NOT NULL,
+ *       event text NOT NULL,
+ *       PRIMARY KEY (task_id, position)
+ *     );
+ *     CREATE TABLE IF NOT EXISTS "toolnexus_tasks_events_ends" (
+ *       task_id text COLLATE "C" PRIMARY KEY,
+ *       expires_at timestamptz NOT NULL
+ *     );
+ *     CREATE INDEX IF NOT EXISTS "toolnexus_tasks_events_ends_at" ON "toolnexus_tasks_events_ends" (expires_at);
  *
- * The last three tables hold push configs, the outbox of notifications not
- * yet delivered and the dead letters (see PostgresPushStore).
+ * The push tables hold push configs, the outbox of notifications not yet
+ * delivered and the dead letters (see PostgresPushStore); the last two, the
+ * Tasks' stream events and when ended logs expire (see PostgresEventLog).
  * `task` is the whole Task and the truth; the other columns are copies for
  * filtering and ordering: `status_ts` is status.timestamp ('' when missing),
  * `principal` is the Task's owner (`ownerOf`, what `TaskQuery.owners` names),
@@ -180,7 +198,7 @@ const RETENTION_BATCH = 1000
  *
  * With `opts.retention`, finished Tasks past their TTL are deleted in
  * batches of 1000 rows, oldest first, along the status_ts index, each
- * deleted id NOTIFYed like any delete. Rows another transaction holds (a
+ * deleted id NOTIFYed like any delete (its push rows and events with it). Rows another transaction holds (a
  * save under way, another server's sweep) are skipped until the next
  * sweep, so servers sweeping at once neither wait for nor fail each other.
  * A save racing the sweep of its Task either comes first (and is refused:
@@ -190,10 +208,14 @@ const RETENTION_BATCH = 1000
 export class PostgresTaskStore implements TaskStore {
   readonly table: string
   readonly leaseTable: string
+  readonly eventTable: string
   readonly channel: string
   readonly leases: LeaseBook
   /** Push configs and the outbox, in tables beside the Tasks' (see PostgresPushStore). */
   readonly push: PushStore
+  /** The Tasks' stream events, in tables beside theirs (see PostgresEventLog). */
+  readonly events: EventLog
+  private readonly eventLog: PostgresEventLog
   private readonly url: string
   private readonly poolSize: number
   private readonly driverModule: string
@@ -221,6 +243,7 @@ export class PostgresTaskStore implements TaskStore {
       throw new TypeError("PostgresTaskStore: opts.poolSize should be a positive integer")
     }
     this.report = errorReporter("PostgresTaskStore", opts.onError)
+    const eventRetentionMs = eventRetentionOf("PostgresTaskStore", opts.eventRetentionMs)
     this.retention = retentionSweeper("PostgresTaskStore", opts.retention, (cutoff) => this.deleteFinishedBefore(cutoff), this.report)
     if (opts.driverModule !== undefined && (typeof opts.driverModule !== "string" || opts.driverModule.length === 0)) {
       throw new TypeError("PostgresTaskStore: opts.driverModule should be a package name, e.g. \"pg\"")
@@ -228,10 +251,11 @@ export class PostgresTaskStore implements TaskStore {
     this.url = url
     this.table = names.table
     this.leaseTable = names.leaseTable
+    this.eventTable = names.eventTable
     this.channel = opts.channel ?? `${this.table}_changes`
     this.poolSize = opts.poolSize ?? 10
     this.driverModule = opts.driverModule ?? "pg"
-    this.sql = statements(this.table, this.leaseTable)
+    this.sql = statements(this.table, this.leaseTable, this.eventTable)
     this.connection = new OpenOnce(() => this.openPool(), closedError)
     this.listener = new ChangeListener(this.channel, () => this.listenClient(), this.report)
     this.outboxListener = new ChangeListener(`${this.channel}_push`, () => this.listenClient(), this.report)
@@ -247,6 +271,14 @@ export class PostgresTaskStore implements TaskStore {
         return this.outboxListener.add(() => onDue())
       },
     })
+    this.events = this.eventLog = new PostgresEventLog({
+      eventTable: this.eventTable,
+      retentionMs: eventRetentionMs,
+      report: this.report,
+      assertOpen: () => this.assertOpen(),
+      pool: () => this.pool(),
+      keyOf: idKey,
+    })
     this.leases = {
       renew: (instance, ttlMs) => this.renewLease(instance, ttlMs),
       isAlive: (instance) => this.isLeaseAlive(instance),
@@ -255,9 +287,9 @@ export class PostgresTaskStore implements TaskStore {
   }
 
   /** The SQL that creates the tables and indexes, for an operator to run by hand. */
-  static schemaSql(opts: Pick<PostgresTaskStoreOptions, "table" | "leaseTable"> = {}): string {
-    const { table, leaseTable } = checkNames(opts)
-    return schemaSql(table, leaseTable)
+  static schemaSql(opts: Pick<PostgresTaskStoreOptions, "table" | "leaseTable" | "eventTable"> = {}): string {
+    const { table, leaseTable, eventTable } = checkNames(opts)
+    return schemaSql(table, leaseTable, eventTable)
   }
 
   async get(id: string): Promise<A2ATask | undefined> {
@@ -380,6 +412,7 @@ export class PostgresTaskStore implements TaskStore {
     this.closed = true
     this.closing ??= (async () => {
       await this.retention?.stop()
+      await this.eventLog.stop()
       await this.writes.idle()
       await this.listener.stop()
       await this.outboxListener.stop()
@@ -470,15 +503,17 @@ export class PostgresTaskStore implements TaskStore {
       throw err
     }
     this.retention?.start()
+    this.eventLog.start()
     return pool
   }
 
   /** Creates what is missing. Two servers starting at once may race; the loser's retry finds the winner's committed tables. */
   private async createTables(pool: PgPool): Promise<void> {
     const { configs, outbox, dead } = pushTables(this.table)
-    const { rows } = await pool.query<{ ready: boolean }>(this.sql.tablesExist, [[this.sql.table, this.sql.leaseTable, configs, outbox, dead]])
+    const { events, ends } = eventTables(this.eventTable)
+    const { rows } = await pool.query<{ ready: boolean }>(this.sql.tablesExist, [[this.sql.table, this.sql.leaseTable, configs, outbox, dead, events, ends]])
     if (rows[0].ready) return
-    const schema = schemaSql(this.table, this.leaseTable)
+    const schema = schemaSql(this.table, this.leaseTable, this.eventTable)
     try {
       await pool.query(schema)
     } catch (err) {
@@ -629,14 +664,19 @@ function checkName(option: string, value: unknown): string {
   return value
 }
 
-function checkNames(opts: Pick<PostgresTaskStoreOptions, "table" | "leaseTable">): { table: string; leaseTable: string } {
+function checkNames(opts: Pick<PostgresTaskStoreOptions, "table" | "leaseTable" | "eventTable">): { table: string; leaseTable: string; eventTable: string } {
   const table = opts.table === undefined ? "toolnexus_tasks" : checkName("opts.table", opts.table)
   const leaseTable = opts.leaseTable === undefined ? "toolnexus_leases" : checkName("opts.leaseTable", opts.leaseTable)
   if (table === leaseTable) throw new TypeError(`PostgresTaskStore: opts.leaseTable should differ from opts.table (both are "${table}")`)
-  return { table, leaseTable }
+  const eventTable = opts.eventTable === undefined ? `${table}_events` : checkName("opts.eventTable", opts.eventTable)
+  // Its two tables must not be any other table of the store.
+  const others = [table, leaseTable, ...Object.values(pushTables(table))].map((name) => name.replaceAll('"', ""))
+  const clash = Object.values(eventTables(eventTable)).map((name) => name.replaceAll('"', "")).find((name) => others.includes(name))
+  if (clash !== undefined) throw new TypeError(`PostgresTaskStore: opts.eventTable should name tables of its own, but "${clash}" is another table of the store`)
+  return { table, leaseTable, eventTable }
 }
 
-function schemaSql(table: string, leaseTable: string): string {
+function schemaSql(table: string, leaseTable: string, eventTable: string): string {
   return [
     `CREATE TABLE IF NOT EXISTS "${table}" (`,
     `  id text COLLATE "C" PRIMARY KEY,`,
@@ -655,11 +695,12 @@ function schemaSql(table: string, leaseTable: string): string {
     `  expires_at timestamptz NOT NULL`,
     `);`,
     ...pushSchemaSql(table),
+    ...eventSchemaSql(eventTable),
   ].join("\n")
 }
 
 /** Every statement but list's, written once per store. Names are checked, so quoting them is enough. */
-function statements(table: string, leaseTable: string) {
+function statements(table: string, leaseTable: string, eventTable: string) {
   const tasks = `"${table}"`
   const leases = `"${leaseTable}"`
   // One statement: the write, the terminal-state guard and the NOTIFY (sent at commit) stand or fall together.
@@ -678,8 +719,8 @@ function statements(table: string, leaseTable: string) {
     save: `WITH written AS (${written}) SELECT pg_notify($7, id) FROM written`,
     // The same, enqueueing the event for each of the Task's push configs: a refused save enqueues nothing.
     saveWithEvent: saveWithEventSql(table, written),
-    // A Task's push rows go with it, even when the Task row was gone already.
-    delete: `WITH gone AS (SELECT $1::text AS id), deleted AS (DELETE FROM ${tasks} WHERE id = $1 RETURNING id), ${pushCleanupCtes(table)}
+    // A Task's push rows and events go with it, even when the Task row was gone already.
+    delete: `WITH gone AS (SELECT $1::text AS id), deleted AS (DELETE FROM ${tasks} WHERE id = $1 RETURNING id), ${pushCleanupCtes(table)}, ${eventCleanupCtes(eventTable)}
              SELECT pg_notify($2, id) FROM deleted`,
     // isExpired in SQL: a range of the status_ts index (from '0', past the '' of no timestamp), oldest first.
     deleteExpired: `WITH gone AS (
@@ -691,7 +732,8 @@ function statements(table: string, leaseTable: string) {
                          LIMIT $3
                          FOR UPDATE SKIP LOCKED)
                       RETURNING id),
-                    ${pushCleanupCtes(table)}
+                    ${pushCleanupCtes(table)},
+                    ${eventCleanupCtes(eventTable)}
                     SELECT pg_notify($4, id) FROM gone`,
     // The database's clock, so servers whose clocks disagree still agree on who is alive.
     renewLease: `WITH pruned AS (DELETE FROM ${leases} WHERE expires_at < now() - interval '${LEASE_PRUNE_AFTER}' AND instance <> $1)
@@ -702,11 +744,17 @@ function statements(table: string, leaseTable: string) {
   }
 }
 
+/** A Task id as a key column holds it, refused when longer than the key indexes take. */
+function idKey(id: string): string {
+  const key = textKey(id)
+  if (Buffer.byteLength(key) > MAX_ID_BYTES) throw new RangeError(`PostgresTaskStore stores Task ids of up to ${MAX_ID_BYTES} bytes`)
+  return key
+}
+
 /** The columns of a Task's row, all of them strings Postgres can hold. */
 function rowOf(task: A2ATask) {
   assertTask(task, "PostgresTaskStore")
-  const id = textKey(task.id)
-  if (Buffer.byteLength(id) > MAX_ID_BYTES) throw new RangeError(`PostgresTaskStore stores Task ids of up to ${MAX_ID_BYTES} bytes`)
+  const id = idKey(task.id)
   const statusTs = textKey(task.status.timestamp ?? "")
   if (Buffer.byteLength(statusTs) > MAX_TIMESTAMP_BYTES) throw new RangeError("PostgresTaskStore: status.timestamp should be an ISO-8601 time")
   const json = JSON.stringify(task)
