@@ -89,7 +89,8 @@ const keyOfEntry = (entry: Entry): ListKey => entry.key
  * save of a Task already held (a running Task's next state) is never refused,
  * and the Task just saved is never the one dropped: the store may then hold
  * more than its bound, by the growth of the Tasks under way, until finished
- * Tasks make room.
+ * Tasks make room. The Tasks' stream events (`events`) have a budget of
+ * their own, maxEventBytes (see MemoryEventLog).
  */
 export class InMemoryTaskStore implements TaskStore {
   private readonly tasks = new Map<string, Entry>()
