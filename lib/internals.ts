@@ -36,6 +36,8 @@ interface TaskInternals {
    * at once, the one whose save landed.
    */
   pushWriter?: string
+  /** The position in the Task's event log of the last event this save reflects (see EventLog): where a stream starting from this Task picks up. */
+  events?: number
 }
 
 /** The runners alive in this process: several servers may share one process (and one store). */
@@ -79,6 +81,17 @@ export function pushWriterOf(task: A2ATask | undefined): string | undefined {
   if (task === undefined) return undefined
   const writer = internalsOf(task).pushWriter
   return typeof writer === "string" ? writer : undefined
+}
+
+/** The event-log position a stored Task reflects (see TaskInternals.events); 0 when it has none. */
+export function positionOf(task: A2ATask): number {
+  const position = internalsOf(task).events
+  return typeof position === "number" && Number.isSafeInteger(position) && position > 0 ? position : 0
+}
+
+/** The Task carrying `position` as the event-log position it reflects. */
+export function withPosition(task: A2ATask, position: number): A2ATask {
+  return positionOf(task) === position ? task : withInternals(task, { ...internalsOf(task), events: position })
 }
 
 /** The Task carrying `seq` as its committed push sequence, and `writer` as the save that committed it (the Task itself when it already does). */

@@ -30,6 +30,7 @@ export function jsonRpcHandler({ dispatcher, closing, principalOf, heartbeatMs }
       endSignal,
       principal: principalOf?.(request),
       address: request.ip,
+      lastEventId: request.headers["last-event-id"],
     })
     const logLine = () =>
       request.log.info(

@@ -1,3 +1,4 @@
+import { EventRecorder } from "../lib/a2a/event-recorder.js"
 import { TaskEvents } from "../lib/a2a/events.js"
 import { StoreFollower } from "../lib/a2a/follower.js"
 import { JsonRpcDispatcher } from "../lib/a2a/jsonrpc.js"
@@ -51,6 +52,8 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
   const signer = push && pushOptions?.signingKey !== undefined ? await createPushSigner(pushOptions.signingKey, opts.url ?? opts.name ?? "toolnexus") : undefined
   let sender: PushSender | undefined
   const saveTransition = transitionSaver(store, push && { store: push.store, enqueued: () => sender?.wake() })
+  // Stream events go to the store's event log when it has one, so a dropped stream resumes on any server sharing it.
+  const recorder = store.events === undefined ? undefined : new EventRecorder(store.events, log)
   const runner = new TaskRunner({
     store,
     client: opts.client,
@@ -61,11 +64,13 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
     maxQueued: opts.maxQueuedTasks,
     maxTaskBytes: opts.maxTaskBytes,
     saveTransition,
+    recorder,
+    progressSaveMs: opts.progressSaveMs,
   })
   if (push) sender = new PushSender({ ...senderSettings(pushOptions), store: push.store, log, instance: runner.self.instance, signer })
-  const follower = new StoreFollower({ store, runner, log })
+  const follower = new StoreFollower({ store, runner, log, recorder })
   const streams = new StreamSlots({ maxStreams: opts.maxStreams, maxStreamsPerPrincipal: opts.maxStreamsPerPrincipal })
-  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower, streams, unownedTasksBelongTo: opts.auth?.unownedTasksBelongTo, push })
+  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower, streams, unownedTasksBelongTo: opts.auth?.unownedTasksBelongTo, push, recorder })
   const recovery = new RecoveryService({ store, self: runner.self, log, leaseTtlMs: opts.leaseTtlMs, checkIntervalMs: opts.recoveryIntervalMs, saveTransition })
   const closing = new AbortController()
   return {
@@ -89,6 +94,8 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
       await follower.close()
       // After the runner's last saves (preClose), which it has been sending; before the store closes under it.
       await sender?.stop()
+      // The runner's last events reach the log before the store closes.
+      await recorder?.idle()
       if (ownsStore) await store.close?.()
     },
   }

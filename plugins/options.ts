@@ -66,6 +66,11 @@ export interface ToolnexusA2AOptions extends CardOptions {
   leaseTtlMs?: number
   /** How often an open SSE stream gets a `: keep-alive` comment, so proxies keep it and a dead peer is found (default 15000 ms). */
   streamHeartbeatMs?: number
+  /**
+   * While the model streams its answer, the text so far is saved at most this often, so GetTask
+   * mid-run shows it (default 250 ms; 0 saves after every chunk). Streams get every chunk at once either way.
+   */
+  progressSaveMs?: number
   /** Streams (SendStreamingMessage, SubscribeToTask) open at once; past it a new one is refused with -32603 (default 1000, about 20 MB). */
   maxStreams?: number
   /**
@@ -141,6 +146,9 @@ export function checkOptions(opts: ToolnexusA2AOptions): void {
     if (opts[key] !== undefined && !(Number.isInteger(opts[key]) && opts[key] > 0 && opts[key] <= MAX_TIMER_MS)) {
       throw new TypeError(`toolnexus: opts.${key} should be a positive integer number of milliseconds, at most ${MAX_TIMER_MS} (about 24.8 days)`)
     }
+  }
+  if (opts.progressSaveMs !== undefined && !(Number.isInteger(opts.progressSaveMs) && opts.progressSaveMs >= 0 && opts.progressSaveMs <= MAX_TIMER_MS)) {
+    throw new TypeError(`toolnexus: opts.progressSaveMs should be a whole number of milliseconds from 0 to ${MAX_TIMER_MS} (how often the answer so far is saved while the model streams)`)
   }
   if (opts.rateLimit !== undefined && !(Number.isInteger(opts.rateLimit?.max) && opts.rateLimit.max > 0 && opts.rateLimit.timeWindow !== undefined)) {
     throw new TypeError('toolnexus: opts.rateLimit should be { max: <requests>, timeWindow: <ms or "1 minute"> }')

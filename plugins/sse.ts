@@ -1,14 +1,15 @@
 import type { FastifyReply } from "fastify"
-import type { JsonRpcResponse } from "../lib/a2a/jsonrpc.js"
+import type { StreamFrame } from "../lib/a2a/jsonrpc.js"
 
 /**
- * Writes each response as a server-sent event, waiting for the socket to
+ * Writes each response as a server-sent event (with `id:` its position in
+ * the Task's event log, which a peer sends back as `Last-Event-ID` to resume), waiting for the socket to
  * drain when the peer reads slowly, and ends the response when the stream
  * ends or the peer goes away. Every `heartbeatMs` it writes a comment line,
  * which SSE clients ignore: proxies see traffic and keep the stream, and a
  * write to a dead peer fails, which closes the connection and ends the stream.
  */
-export async function writeEvents(reply: FastifyReply, stream: AsyncIterable<JsonRpcResponse>, peerGone: AbortSignal, heartbeatMs: number): Promise<void> {
+export async function writeEvents(reply: FastifyReply, stream: AsyncIterable<StreamFrame>, peerGone: AbortSignal, heartbeatMs: number): Promise<void> {
   const raw = reply.raw
   raw.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" })
   const heartbeat = setInterval(() => {
@@ -16,9 +17,10 @@ export async function writeEvents(reply: FastifyReply, stream: AsyncIterable<Jso
   }, heartbeatMs)
   heartbeat.unref()
   try {
-    for await (const message of stream) {
+    for await (const { id, response } of stream) {
       if (peerGone.aborted) break
-      if (!raw.write(`data: ${JSON.stringify(message)}\n\n`)) await drained(raw, peerGone)
+      const frame = `${id === undefined ? "" : `id: ${id}\n`}data: ${JSON.stringify(response)}\n\n`
+      if (!raw.write(frame)) await drained(raw, peerGone)
     }
   } catch (err) {
     reply.log.error({ err }, "a2a stream failed")

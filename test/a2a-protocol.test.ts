@@ -5,7 +5,7 @@ import { createLocalClient } from "../lib/client/client.js"
 import type { ChatMessage } from "../lib/models/model.js"
 import { serve } from "../plugins/serve.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
-import { deferred, dispatcherFor as setup, memoryLogger, RecordingStore, rpc, sseMessages, userMessage, waitFor } from "./helpers.js"
+import { deferred, dispatcherFor as setup, memoryLogger, RecordingStore, rpc, sseEvent, sseMessages, userMessage, waitFor } from "./helpers.js"
 
 t.test("negotiateVersion", async (t) => {
   t.equal(negotiateVersion(undefined), "0.3")
@@ -106,15 +106,16 @@ t.test("CancelTask: an input-required task waiting here is canceled too", async 
   t.match((await call(rpc("CancelTask", { id: "ghost" }))).error, { code: -32001 })
 })
 
-t.test("SubscribeToTask follows a task running elsewhere by polling the store", async (t) => {
+t.test("SubscribeToTask follows a task running elsewhere by polling a store that keeps no event log", async (t) => {
   const store = new RecordingStore()
-  const { dispatcher } = setup(() => "x", store)
+  // A host store of get and save only: the follower reads its states.
+  const { dispatcher } = setup(() => "x", { get: (id) => store.get(id), save: (task) => store.save(task) })
   const now = () => new Date().toISOString()
   await store.save({ id: "remote", contextId: "c", status: { state: "working", timestamp: now() } })
   const outcome = await dispatcher.dispatch(rpc("SubscribeToTask", { id: "remote" }, 5), { log: memoryLogger(), version: "1.0" })
   const seen: unknown[] = []
   const reading = (async () => {
-    for await (const response of outcome.stream!) seen.push((response as { result: unknown }).result)
+    for await (const frame of outcome.stream!) seen.push((frame.response as { result: unknown }).result)
   })()
   await waitFor(() => seen.length === 1)
   await store.save({ id: "remote", contextId: "c", status: { state: "completed", timestamp: now() }, artifacts: [{ artifactId: "a", parts: [{ kind: "text", text: "from afar" }] }] })
@@ -144,7 +145,7 @@ t.test("a stream whose peer goes away does not stop its task", async (t) => {
     req.once("error", reject)
     req.end(body)
   })
-  const taskId = JSON.parse(firstEvent.replace(/^data: /, "")).result.id
+  const taskId = sseEvent(firstEvent).data.result.id
   await waitFor(() => store.statesOf(taskId).includes("working"))
   gate.resolve("finished anyway")
   await waitFor(() => store.statesOf(taskId).includes("completed"))

@@ -10,6 +10,7 @@ import path from "node:path"
 import readline from "node:readline"
 import type { FastifyInstance } from "fastify"
 import type { Test } from "tap"
+import { EventRecorder } from "../lib/a2a/event-recorder.js"
 import { TaskEvents } from "../lib/a2a/events.js"
 import { StoreFollower } from "../lib/a2a/follower.js"
 import { JsonRpcDispatcher, type DispatchOutcome } from "../lib/a2a/jsonrpc.js"
@@ -245,29 +246,49 @@ export const callRpc = async (url: string, body: unknown, headers: Record<string
 export const injectRpc = (app: FastifyInstance, body: unknown, headers: Record<string, string> = {}, url = "/") =>
   app.inject({ method: "POST", url, headers: { "content-type": "application/json", ...headers }, payload: typeof body === "string" ? body : JSON.stringify(body) })
 
-/** The JSON-RPC messages of a whole server-sent event stream's text. */
-export const sseMessages = (text: string): any[] =>
+/** One server-sent event's text: its `id:` (a number, when it has one) and its `data:` parsed as JSON; comment lines are skipped. */
+export function sseEvent(text: string): { id?: number; data: any } {
+  let id: number | undefined
+  const data: string[] = []
+  for (const line of text.split("\n")) {
+    if (line.startsWith("id: ")) id = Number(line.slice(4))
+    else if (line.startsWith("data: ")) data.push(line.slice(6))
+  }
+  return { ...(id !== undefined && { id }), data: JSON.parse(data.join("\n")) }
+}
+
+/** The events of a whole server-sent event stream's text, keep-alive comments left out. */
+export const sseEvents = (text: string): Array<{ id?: number; data: any }> =>
   text
     .split("\n\n")
-    .filter(Boolean)
-    .map((event) => JSON.parse(event.replace(/^data: /, "")))
+    .filter((event) => event !== "" && !event.startsWith(":"))
+    .map(sseEvent)
 
-/** Reads a server-sent event stream as it arrives: `messages` fills event by event; `done` resolves with them all once it ends. */
-export function readSse(body: AsyncIterable<Uint8Array>): { messages: any[]; done: Promise<any[]> } {
+/** The JSON-RPC messages of a whole server-sent event stream's text. */
+export const sseMessages = (text: string): any[] => sseEvents(text).map((event) => event.data)
+
+/** Reads a server-sent event stream as it arrives: `messages` (and their `ids`) fill event by event; `done` resolves with them all once it ends. */
+export function readSse(body: AsyncIterable<Uint8Array>): { messages: any[]; ids: Array<number | undefined>; done: Promise<any[]> } {
   const messages: unknown[] = []
+  const ids: Array<number | undefined> = []
   const done = (async () => {
     const decoder = new TextDecoder()
     let buffered = ""
     for await (const chunk of body) {
       buffered += decoder.decode(chunk, { stream: true })
       for (let end = buffered.indexOf("\n\n"); end >= 0; end = buffered.indexOf("\n\n")) {
-        messages.push(JSON.parse(buffered.slice(0, end).replace(/^data: /, "")))
+        const event = buffered.slice(0, end)
+        if (!event.startsWith(":")) {
+          const { id, data } = sseEvent(event)
+          messages.push(data)
+          ids.push(id)
+        }
         buffered = buffered.slice(end + 2)
       }
     }
     return messages
   })()
-  return { messages, done }
+  return { messages, ids, done }
 }
 
 /** The JSON-RPC answer a dispatch outcome carries, parsed; undefined for a notification. */
@@ -281,10 +302,12 @@ export function dispatcherFor(respond: ModelFunction | Client = () => "DONE", st
   const log = memoryLogger()
   const client = typeof respond === "function" ? createLocalClient(respond) : respond
   const events = new TaskEvents()
-  const runner = new TaskRunner({ store, client, log, events })
-  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower: new StoreFollower({ store, runner, log }) })
+  // As the plugin does: events go to the store's log when it has one.
+  const recorder = store.events === undefined ? undefined : new EventRecorder(store.events, log)
+  const runner = new TaskRunner({ store, client, log, events, recorder })
+  const dispatcher = new JsonRpcDispatcher({ store, runner, events, recorder, follower: new StoreFollower({ store, runner, log, recorder }) })
   const call = async (body: unknown, version?: string) => answerOf(await dispatcher.dispatch(body, { log, version }))
-  return { store, log, events, runner, dispatcher, call }
+  return { store, log, events, runner, dispatcher, recorder, call }
 }
 
 /** A Fastify app with the plugin registered (`before` may set up the host's own routes first), ready; closed when the test ends. */

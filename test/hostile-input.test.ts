@@ -126,8 +126,9 @@ function answerProblem(answer: Answer, sent: string | Buffer): string | undefine
     const events = body.split("\n\n").filter((chunk) => chunk !== "")
     if (events.length === 0) return "an empty event stream"
     for (const event of events) {
-      if (!event.startsWith("data: ")) return `an event that is not data: ${event.slice(0, 100)}`
-      const problem = responseProblem(parsed(event.slice("data: ".length)))
+      const data = event.replace(/^id: \d+\n/, "")
+      if (!data.startsWith("data: ")) return `an event that is not data: ${event.slice(0, 100)}`
+      const problem = responseProblem(parsed(data.slice("data: ".length)))
       if (problem) return `stream event: ${problem}`
     }
     return undefined

@@ -7,7 +7,7 @@ import type { TaskStore } from "../lib/stores/task-store.js"
 import type { A2ATask } from "../lib/types.js"
 import type { ToolnexusA2AOptions } from "../plugins/a2a.js"
 import { serve } from "../plugins/serve.js"
-import { a2aApp, callRpc, FlakyStore, injectRpc, rpc, userMessage } from "./helpers.js"
+import { a2aApp, callRpc, FlakyStore, injectRpc, rpc, sseMessages, userMessage } from "./helpers.js"
 
 /** A webhook the guard lets through (an allowed loopback port nobody listens on): nothing here is delivered. */
 const HOOK = "http://127.0.0.1:9/hook"
@@ -190,7 +190,7 @@ t.test("inline configs (1.0 taskPushNotificationConfig, 0.3 pushNotificationConf
   t.match(config10.id, /^[0-9a-f-]{36}$/)
 
   const streamed = await injectRpc(server, rpc("message/stream", { message: userMessage("hi"), configuration: { pushNotificationConfig: { url: HOOK, authentication: { schemes: ["Basic"], credentials: "dTpw" } } } }))
-  const id03 = JSON.parse(streamed.body.split("\n\n")[0].replace(/^data: /, "")).result.id
+  const id03 = sseMessages(streamed.body)[0].result.id
   t.equal(store.configsAtFirstSave.get(id03), 1)
   t.match(await store.push.getConfig(id03, id03), { version: "0.3", authentication: { scheme: "Basic", credentials: "dTpw" } })
 })

@@ -41,7 +41,7 @@ function core(t: Test, limits: StreamLimits) {
     const peer = new AbortController()
     const outcome: DispatchOutcome = await dispatcher.dispatch(body, { log, endSignal: () => peer.signal, ...who })
     const messages: unknown[] = []
-    const done = outcome.stream ? (async () => { for await (const m of outcome.stream!) messages.push(m) })() : Promise.resolve()
+    const done = outcome.stream ? (async () => { for await (const frame of outcome.stream!) messages.push(frame.response) })() : Promise.resolve()
     return { outcome, error: answerOf(outcome)?.error, messages, done, leave: () => peer.abort() }
   }
   const stream = (who: { principal?: string; address?: string }, text = "hold") => open(rpc("SendStreamingMessage", { message: userMessage(text) }), who)

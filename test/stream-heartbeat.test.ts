@@ -34,8 +34,8 @@ t.test("an open stream with nothing to say gets a `: keep-alive` comment every s
   }
   const events = text.split("\n\n").filter(Boolean)
   t.ok(events.filter((e) => e === ": keep-alive").length >= 2, "keep-alive comments arrived")
-  t.ok(events.some((e) => e.startsWith("data: ")), "the task's own events came too")
-  for (const e of events) t.match(e, /^(: keep-alive|data: \{.*\})$/s, "every event is a comment or a JSON data line")
+  t.ok(events.some((e) => e.startsWith("id: ")), "the task's own events came too")
+  for (const e of events) t.match(e, /^(: keep-alive|id: \d+\ndata: \{.*\})$/s, "every event is a comment, or a JSON data line with its id")
 })
 
 t.test("streamHeartbeatMs must be a positive integer", async (t) => {

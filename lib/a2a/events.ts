@@ -1,11 +1,40 @@
-import type { A2AArtifact, A2ATask } from "../types.js"
+import type { A2AArtifact, A2ATask, A2ATaskStatus } from "../types.js"
 
-/** What happens to a Task after it is created, as streams see it. */
+/**
+ * What happens to a Task after it is created, as its streams are sent it
+ * and the event log keeps it: whole, in the stored (0.3-like) shapes, so an
+ * event read back from the log renders as the live one did.
+ */
 export type TaskEvent =
-  | { type: "status"; task: A2ATask }
-  | { type: "artifact"; task: A2ATask; artifact: A2AArtifact }
+  | { type: "status"; taskId: string; contextId?: string; status: A2ATaskStatus }
+  | {
+      type: "artifact"
+      taskId: string
+      contextId?: string
+      artifact: A2AArtifact
+      /** The parts add to the artifact of the same id sent before (a chunk after the first); false: it is sent whole, or anew. */
+      append: boolean
+      /** No more chunks of this artifact follow. */
+      lastChunk: boolean
+    }
 
-type Listener = (event: TaskEvent) => void
+/** An event and its place in the Task's log: 1, 2, 3 … (the SSE `id:`); 0 for an event no log numbers (another server's, seen from the store). */
+export interface PositionedEvent {
+  position: number
+  event: TaskEvent
+}
+
+/** The status event of a Task as it stands. */
+export function statusEvent(task: A2ATask): TaskEvent {
+  return { type: "status", taskId: task.id, contextId: task.contextId, status: task.status }
+}
+
+/** An artifact sent whole. */
+export function artifactEvent(task: A2ATask, artifact: A2AArtifact): TaskEvent {
+  return { type: "artifact", taskId: task.id, contextId: task.contextId, artifact, append: false, lastChunk: true }
+}
+
+type Listener = (event: PositionedEvent) => void
 
 /** In-process fan-out of Task events: every subscriber of a Task sees its events in order. */
 export class TaskEvents {
@@ -21,21 +50,40 @@ export class TaskEvents {
     }
   }
 
-  publish(event: TaskEvent): void {
-    const set = this.listeners.get(event.task.id)
+  publish(event: PositionedEvent): void {
+    const set = this.listeners.get(event.event.taskId)
     if (set) for (const listener of [...set]) listener(event)
   }
 }
 
+/** How many events may wait for one slow reader before its stream is ended (it can resume from its last id). */
+export const MAX_QUEUED_EVENTS = 10_000
+
+/** A subscription as an async iterator (see eventQueue). */
+export type EventQueue = AsyncIterableIterator<PositionedEvent> & {
+  close(): void
+  /** True once the reader fell `MAX_QUEUED_EVENTS` behind and the queue dropped its events and ended. */
+  readonly overflowed: boolean
+}
+
 /**
  * A subscription as an async iterator: events queue while the reader is
- * busy, and `return()` (a closed stream) unsubscribes.
+ * busy, and `return()` (a closed stream) unsubscribes. A reader that falls
+ * `maxQueued` events behind is cut off: the queue ends (the stream closes,
+ * the peer resumes with Last-Event-ID) instead of growing without bound.
  */
-export function eventQueue(events: TaskEvents, taskId: string): AsyncIterableIterator<TaskEvent> & { close(): void } {
-  const queued: TaskEvent[] = []
+export function eventQueue(events: TaskEvents, taskId: string, maxQueued = MAX_QUEUED_EVENTS): EventQueue {
+  let queued: PositionedEvent[] = []
   let wake: (() => void) | undefined
   let closed = false
+  let overflowed = false
   const unsubscribe = events.subscribe(taskId, (event) => {
+    if (queued.length >= maxQueued) {
+      overflowed = true
+      queued = []
+      close()
+      return
+    }
     queued.push(event)
     wake?.()
   })
@@ -44,15 +92,18 @@ export function eventQueue(events: TaskEvents, taskId: string): AsyncIterableIte
     unsubscribe()
     wake?.()
   }
-  const iterator = {
+  const iterator: EventQueue = {
     close,
-    async next(): Promise<IteratorResult<TaskEvent>> {
+    get overflowed() {
+      return overflowed
+    },
+    async next(): Promise<IteratorResult<PositionedEvent>> {
       while (queued.length === 0 && !closed) await new Promise<void>((resolve) => (wake = resolve))
       wake = undefined
       const event = queued.shift()
       return event ? { value: event, done: false } : { value: undefined, done: true }
     },
-    async return(): Promise<IteratorResult<TaskEvent>> {
+    async return(): Promise<IteratorResult<PositionedEvent>> {
       close()
       return { value: undefined, done: true }
     },

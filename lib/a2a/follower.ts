@@ -1,8 +1,11 @@
+import { positionOf } from "../internals.js"
 import { errorFields, type Logger } from "../log.js"
 import type { TaskStore } from "../stores/task-store.js"
 import type { A2ATask } from "../types.js"
-import type { TaskEvent } from "./events.js"
-import type { TaskRunner } from "./runner.js"
+import type { EventRecorder } from "./event-recorder.js"
+import { statusEvent, type PositionedEvent } from "./events.js"
+import { isFinalForNow, type TaskRunner } from "./runner.js"
+import { endsStream, finalFromTask, loggedEvents } from "./task-streams.js"
 
 /**
  * What other servers sharing the store do, seen from here. With a store
@@ -18,7 +21,7 @@ export class StoreFollower {
   /** Set by close(): every follow ends, and no poll is scheduled again. */
   private closed = false
 
-  constructor(private readonly opts: { store: TaskStore; runner: TaskRunner; log: Logger }) {}
+  constructor(private readonly opts: { store: TaskStore; runner: TaskRunner; log: Logger; recorder?: EventRecorder }) {}
 
   /** Starts watching the store, when it can; a store that cannot watch now is polled instead. */
   async start(): Promise<void> {
@@ -38,7 +41,7 @@ export class StoreFollower {
     this.unwatch = undefined
   }
 
-  get watching(): boolean {
+  get isWatching(): boolean {
     return this.unwatch !== undefined
   }
 
@@ -60,27 +63,94 @@ export class StoreFollower {
 
   /**
    * The events of a task running elsewhere, from the stored state `first`
-   * on, until the signal aborts, the task is gone or the follower closes.
+   * on (or, with a store that logs events, from the log's position `after`
+   * on), until the signal aborts, the task is gone or the follower closes.
    */
-  async *follow(first: A2ATask, signal: AbortSignal): AsyncIterable<TaskEvent> {
+  follow(first: A2ATask, signal: AbortSignal, after?: number): AsyncIterable<PositionedEvent> {
+    return this.opts.store.events === undefined ? this.followStored(first, signal) : this.followLog(first, after ?? positionOf(first), signal)
+  }
+
+  /**
+   * From the event log: what it holds after `after`, then what is added,
+   * read at every change of the Task and every LOG_POLL_MS (another
+   * server's streamed chunks change no Task until its next save). A Task
+   * that is final for now without that event in its log (recovered as
+   * failed) ends the stream with its stored status.
+   */
+  private async *followLog(first: A2ATask, after: number, signal: AbortSignal): AsyncIterable<PositionedEvent> {
+    const log = this.opts.store.events!
+    const id = first.id
+    let last = after
+    yield* this.asFollower(id, signal, async function* (this: StoreFollower, next) {
+      while (!signal.aborted && !this.closed) {
+        for await (const event of loggedEvents(log, this.opts.recorder, id, last)) {
+          last = event.position
+          yield event
+          if (endsStream(event.event)) return
+        }
+        const task = await this.opts.store.get(id)
+        if (task === undefined) return
+        if (isFinalForNow(task.status.state)) {
+          // Its last events may land in the log just now: read once more before taking the stored status.
+          let more = false
+          for await (const event of loggedEvents(log, this.opts.recorder, id, last)) {
+            more = true
+            last = event.position
+            yield event
+            if (endsStream(event.event)) return
+          }
+          if (!more) {
+            yield finalFromTask(task, last)
+            return
+          }
+          continue
+        }
+        await next(LOG_POLL_MS)
+      }
+    })
+  }
+
+  /** From the store: each saved state that differs from the one before, its new artifacts first. */
+  private async *followStored(first: A2ATask, signal: AbortSignal): AsyncIterable<PositionedEvent> {
     const id = first.id
     let last = first
-    let waiters = this.waiters.get(id)
-    if (!waiters) this.waiters.set(id, (waiters = new Set()))
-    try {
-      let seen = this.generations.get(id) ?? 0
+    yield* this.asFollower(id, signal, async function* (this: StoreFollower, next) {
       while (!signal.aborted && !this.closed) {
-        await this.nextChange(id, seen, signal, waiters)
+        await next()
         if (signal.aborted || this.closed) return
-        seen = this.generations.get(id) ?? 0
         const task = await this.opts.store.get(id)
         if (task === undefined) return
         if (task.status.state !== last.status.state || task.status.timestamp !== last.status.timestamp) {
-          for (const artifact of (task.artifacts ?? []).slice(last.artifacts?.length ?? 0)) yield { type: "artifact", task, artifact }
-          yield { type: "status", task }
+          const artifacts = task.artifacts ?? []
+          for (let i = last.artifacts?.length ?? 0; i < artifacts.length; i++) {
+            const artifact = artifacts[i]!
+            // Named as taskToV1 names an id-less artifact, by its index.
+            const named = artifact.artifactId === undefined ? { ...artifact, artifactId: `artifact-${i}` } : artifact
+            yield { position: 0, event: { type: "artifact", taskId: id, contextId: task.contextId, artifact: named, append: false, lastChunk: true } }
+          }
+          yield { position: 0, event: statusEvent(task) }
           last = task
         }
       }
+    })
+  }
+
+  /** Runs `body` as a follower of task `id`: `next(ms)` resolves at the Task's next change, after `ms` (default: the poll interval), or the abort. */
+  private async *asFollower(
+    id: string,
+    signal: AbortSignal,
+    body: (this: StoreFollower, next: (ms?: number) => Promise<void>) => AsyncIterable<PositionedEvent>,
+  ): AsyncIterable<PositionedEvent> {
+    let waiters = this.waiters.get(id)
+    if (!waiters) this.waiters.set(id, (waiters = new Set()))
+    const set = waiters
+    let seen = this.generations.get(id) ?? 0
+    const next = async (ms?: number) => {
+      await this.nextChange(id, seen, signal, set, ms)
+      seen = this.generations.get(id) ?? 0
+    }
+    try {
+      yield* body.call(this, next)
     } finally {
       if (waiters.size === 0) {
         this.waiters.delete(id)
@@ -89,10 +159,10 @@ export class StoreFollower {
     }
   }
 
-  /** Resolves at the next change after `seen` (at once if one came already), the next poll, or the abort. */
-  private nextChange(id: string, seen: number, signal: AbortSignal, waiters: Set<() => void>): Promise<void> {
+  /** Resolves at the next change after `seen` (at once if one came already), after `ms` (default: the next poll), or the abort. */
+  private nextChange(id: string, seen: number, signal: AbortSignal, waiters: Set<() => void>, ms?: number): Promise<void> {
     if ((this.generations.get(id) ?? 0) !== seen) return Promise.resolve()
-    const wait = this.watching ? SAFETY_INTERVAL_MS : POLL_INTERVAL_MS
+    const wait = ms ?? (this.isWatching ? SAFETY_INTERVAL_MS : POLL_INTERVAL_MS)
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer)
@@ -111,3 +181,5 @@ export class StoreFollower {
 const POLL_INTERVAL_MS = 500
 /** With watch, a follower still re-reads this often, in case a notification was lost. */
 const SAFETY_INTERVAL_MS = 5000
+/** A follower of another server's event log reads it this often besides the Task's changes: its streamed chunks reach peers here within this. */
+const LOG_POLL_MS = 100

@@ -1,9 +1,10 @@
-import { isVisibleTo, mayRead, ownersVisibleTo } from "../internals.js"
+import { isVisibleTo, mayRead, ownersVisibleTo, positionOf } from "../internals.js"
 import { errorFields, type Logger } from "../log.js"
 import type { TaskStore } from "../stores/task-store.js"
 import type { A2AMessage, A2ATask } from "../types.js"
 import { A2AError, ErrorCode, truncate, type JsonRpcErrorObject } from "./errors.js"
-import { eventQueue, type TaskEvent, type TaskEvents } from "./events.js"
+import type { EventRecorder } from "./event-recorder.js"
+import { eventQueue, type TaskEvents } from "./events.js"
 import type { StoreFollower } from "./follower.js"
 import {
   inlinePushConfig,
@@ -19,7 +20,8 @@ import {
 } from "./params.js"
 import { PushConfigs, type PushSettings } from "./push-configs.js"
 import { RenderedTasks } from "./rendered.js"
-import { isFinalForNow, isTerminal, type StartedTask, type TaskRunner } from "./runner.js"
+import { isTerminal, type StartedTask, type TaskRunner } from "./runner.js"
+import { assertResumable, cannotResume, parseLastEventId, replayThenLive, taskStream, type StreamItem } from "./task-streams.js"
 import { StreamSlots, type ReleaseSlot } from "./stream-slots.js"
 import { answerVersion, codecFor, messageFromWire, negotiateVersion, type WireCodec, type WireVersion } from "./wire.js"
 
@@ -50,6 +52,14 @@ interface DispatchContext {
   principal?: string
   /** The client's address: without authentication, streams are counted per address. */
   address?: string
+  /** The request's `Last-Event-ID` header: SubscribeToTask resumes after that event. */
+  lastEventId?: string | string[]
+}
+
+/** One event of a stream as the binding writes it: the JSON-RPC response, and the SSE `id:` it carries (none for an error). */
+export interface StreamFrame {
+  id?: number
+  response: JsonRpcResponse
 }
 
 /** What one call did: the answer and the fields of the request log line. */
@@ -57,7 +67,7 @@ export interface DispatchOutcome {
   /** The answer, a JSON-RPC response object as JSON text; absent for a notification or a stream. */
   body?: string
   /** Responses to send as server-sent events, for streaming methods; it ends when the context's signal aborts. */
-  stream?: AsyncIterable<JsonRpcResponse>
+  stream?: AsyncIterable<StreamFrame>
   method?: string
   taskId?: string
   version?: WireVersion
@@ -77,6 +87,8 @@ interface DispatcherOptions {
   unownedTasksBelongTo?: string
   /** Push notifications, when on (the store has the capability and the host did not turn it off); omitted, the push methods answer -32003. */
   push?: PushSettings
+  /** Writes streamed events to the store's event log; resumed streams wait for what it has not written yet. */
+  recorder?: EventRecorder
 }
 
 /** What a handler works with and may note about its call. */
@@ -88,11 +100,12 @@ interface Call {
   endSignal: () => AbortSignal
   principal?: string
   address?: string
+  lastEventId?: string | string[]
   taskId?: string
 }
 
 /** A handler's answer: a result (or one already in JSON), or a stream of results. */
-type Answer = { result: unknown } | { resultJson: string } | { stream: AsyncIterable<unknown> }
+type Answer = { result: unknown } | { resultJson: string } | { stream: AsyncIterable<StreamItem> }
 type Handler = (params: unknown, call: Call) => Promise<Answer>
 
 /** An inline push config on its way in: stored before the Task's first save. */
@@ -171,7 +184,7 @@ export class JsonRpcDispatcher {
     // A notification gets no answer: any stream it opens is ended at once.
     let ended: AbortSignal | undefined
     const endSignal = notification ? () => AbortSignal.abort() : (ctx.endSignal ?? (() => (ended ??= new AbortController().signal)))
-    const call: Call = { id, codec, log: ctx.log, endSignal, principal: ctx.principal, address: ctx.address }
+    const call: Call = { id, codec, log: ctx.log, endSignal, principal: ctx.principal, address: ctx.address, lastEventId: ctx.lastEventId }
     let outcome: DispatchOutcome
     try {
       if (!handler) throw new A2AError(ErrorCode.MethodNotFound, `Method not found: ${shownMethod}. This server answers ${this.methodNames.join(", ")}`)
@@ -199,7 +212,7 @@ export class JsonRpcDispatcher {
     if (streaming) {
       return this.withStreamSlot(call, async () => {
         const started = await this.startOrResume(message, call, true, inline)
-        return taskStream(started.task, closedOnAbort(started.events!, call.endSignal()), call.codec)
+        return taskStream(started.task, positionOf(started.task), closedOnAbort(started.events!, call.endSignal()), call.codec)
       })
     }
     const started = await this.startOrResume(message, call, false, inline)
@@ -300,22 +313,42 @@ export class JsonRpcDispatcher {
     return { result: call.codec.task(await this.opts.runner.cancel(params.id)) }
   }
 
+  /**
+   * The Task, then its events as they come. With `Last-Event-ID`, the
+   * events after that one are replayed first, from the store's event log
+   * (a Task that ended meanwhile: up to its final event, then the stream
+   * ends). A Task running here streams from this process (its state taken
+   * in the same tick as the subscription, so nothing falls between); one
+   * running elsewhere, from the store.
+   */
   private async subscribe(raw: unknown, call: Call): Promise<Answer> {
     const params = parseTaskIdParams(raw)
     call.taskId = params.id
+    const after = parseLastEventId(call.lastEventId)
+    const log = this.opts.store.events
+    if (after !== undefined && log === undefined) throw cannotResume()
     return this.withStreamSlot(call, async () => {
-      // Subscribe before reading, so no event falls between the snapshot and the stream.
-      const events = closedOnAbort(eventQueue(this.opts.events, params.id), call.endSignal())
+      const live = closedOnAbort(eventQueue(this.opts.events, params.id), call.endSignal())
+      const current = this.opts.runner.current(params.id)
       try {
-        const task = await this.read(params.id, call)
-        if (isTerminal(task.status.state)) {
+        const task = current?.task ?? (await this.opts.store.get(params.id))
+        if (task === undefined || !isVisibleTo(task, this.ownersVisibleTo(call))) throw A2AError.taskNotFound(params.id)
+        if (after === undefined && isTerminal(task.status.state)) {
           throw new A2AError(ErrorCode.UnsupportedOperation, `Task ${truncate(task.id)} is already ${task.status.state}; read it with GetTask`)
         }
-        if (this.opts.runner.isRunning(task.id) && !isFinalForNow(task.status.state)) return taskStream(task, events, call.codec)
-        events.close()
-        return taskStream(task, this.opts.follower.follow(task, call.endSignal()), call.codec)
+        const position = current?.position ?? positionOf(task)
+        if (after !== undefined && after > position) {
+          throw A2AError.invalidParams("Last-Event-ID", `${after} is past the last event of task ${truncate(task.id)} (${position}); subscribe without Last-Event-ID`)
+        }
+        if (after !== undefined) await assertResumable(log!, this.opts.recorder, task.id, after, position, current === undefined && !isTerminal(task.status.state))
+        if (current !== undefined) {
+          const events = after === undefined ? live : replayThenLive(log!, this.opts.recorder, task.id, after, position, live)
+          return taskStream(task, after ?? position, events, call.codec, after !== undefined)
+        }
+        live.close()
+        return taskStream(task, after ?? position, this.opts.follower.follow(task, call.endSignal(), after), call.codec, after !== undefined)
       } catch (err) {
-        events.close()
+        live.close()
         throw err
       }
     })
@@ -368,9 +401,9 @@ export class JsonRpcDispatcher {
    * stream leaves no Task), given back if `open` fails, and otherwise held until the stream ends or its
    * end signal aborts (peer gone, server closing), whichever comes first.
    */
-  private async withStreamSlot(call: Call, open: () => Promise<AsyncIterable<unknown>>): Promise<Answer> {
+  private async withStreamSlot(call: Call, open: () => Promise<AsyncIterable<StreamItem>>): Promise<Answer> {
     const release = this.streams.reserve({ principal: call.principal, address: call.address })
-    let stream: AsyncIterable<unknown>
+    let stream: AsyncIterable<StreamItem>
     try {
       stream = await open()
     } catch (err) {
@@ -420,25 +453,21 @@ async function* releasedAtEnd<T>(stream: AsyncIterable<T>, release: ReleaseSlot)
   }
 }
 
-/** The Task first, then its events, until a state that ends the stream; leaving the loop unsubscribes. */
-async function* taskStream(first: A2ATask, events: AsyncIterable<TaskEvent>, codec: WireCodec): AsyncIterable<unknown> {
-  const doneAtOnce = isFinalForNow(first.status.state)
-  yield codec.streamEvent({ type: "task", task: first }, doneAtOnce)
-  if (doneAtOnce) return
-  for await (const event of events) {
-    const final = event.type === "status" && isFinalForNow(event.task.status.state)
-    yield codec.streamEvent(event, final)
-    if (final) return
-  }
-}
-
-/** Wraps stream results as JSON-RPC responses; a failure mid-stream becomes an error response that ends it. */
-async function* responses(id: JsonRpcId, codec: WireCodec, stream: AsyncIterable<unknown>, call: Call): AsyncIterable<JsonRpcResponse> {
+/**
+ * Wraps stream results as JSON-RPC responses with their event ids; a
+ * failure mid-stream becomes an error response that ends it (an A2AError
+ * as it is, such as events no longer kept; anything else in general terms).
+ */
+async function* responses(id: JsonRpcId, codec: WireCodec, stream: AsyncIterable<StreamItem>, call: Call): AsyncIterable<StreamFrame> {
   try {
-    for await (const result of stream) yield { jsonrpc: "2.0", id, result }
+    for await (const item of stream) yield { ...(item.id !== undefined && { id: item.id }), response: { jsonrpc: "2.0", id, result: item.result } }
   } catch (err) {
+    if (err instanceof A2AError) {
+      yield { response: { jsonrpc: "2.0", id, error: codec.error(err) } }
+      return
+    }
     call.log.error({ taskId: call.taskId, ...errorFields(err) }, "stream failed")
-    yield { jsonrpc: "2.0", id, error: codec.error(new A2AError(ErrorCode.InternalError, "Internal error: the stream failed; its log has the details")) }
+    yield { response: { jsonrpc: "2.0", id, error: codec.error(new A2AError(ErrorCode.InternalError, "Internal error: the stream failed; its log has the details")) } }
   }
 }
 

@@ -8,9 +8,10 @@ import type { A2AArtifact, A2AMessage, A2ATask, TaskState } from "../types.js"
 import { TERMINAL_STATES } from "../types.js"
 import { agentMessage, earlierTurns, promptFrom } from "./conversation.js"
 import { A2AError, ErrorCode, truncate } from "./errors.js"
-import { eventQueue, type TaskEvent, type TaskEvents } from "./events.js"
+import { artifactEvent, eventQueue, statusEvent, type EventQueue, type TaskEvent, type TaskEvents } from "./events.js"
+import type { EventRecorder } from "./event-recorder.js"
 import { DEFAULT_MAX_TASK_BYTES, jsonBytes, jsonBytesAtMost } from "./task-size.js"
-import { currentRunner, internalsOf, ownersVisibleTo, retireRunner, withInternals, type RunnerId } from "../internals.js"
+import { currentRunner, internalsOf, ownersVisibleTo, positionOf, retireRunner, withInternals, withPosition, type RunnerId } from "../internals.js"
 import { copyWith } from "../objects.js"
 import { MAX_TIMER_MS } from "../duration.js"
 import type { SaveTransition } from "./transitions.js"
@@ -29,7 +30,14 @@ interface TaskRunnerOptions {
   maxTaskBytes?: number
   /** How each state change is written (with push on, with its notifications: transitionSaver); default `store.save`. */
   saveTransition?: SaveTransition
+  /** Writes the events streams are sent to the store's event log (when it has one), so a dropped stream can resume. */
+  recorder?: EventRecorder
+  /** While the model writes, the answer so far is saved at most this often, so GetTask shows it (default 250 ms; 0: after every chunk). */
+  progressSaveMs?: number
 }
+
+/** How often, at most, a streamed answer's text so far is saved while the model writes. */
+export const DEFAULT_PROGRESS_SAVE_MS = 250
 
 /** Who asked for a task, and whether they want its events. */
 interface StartOptions {
@@ -52,7 +60,21 @@ export interface StartedTask {
   /** Resolves with the Task once it is terminal or waits for input; never rejects. */
   settled: Promise<A2ATask>
   /** The task's events from the first one on, when `watch` was asked for. */
-  events?: AsyncIterableIterator<TaskEvent> & { close(): void }
+  events?: EventQueue
+}
+
+/** A Task running here as it stands this instant: the answer streamed so far included, and the position of its last event. */
+export interface CurrentTask {
+  task: A2ATask
+  position: number
+}
+
+/** The answer being streamed: the artifact its chunks build, for the turn that writes it. */
+interface StreamedAnswer {
+  artifactId: string
+  /** The model turn whose text this is: a later turn's first chunk starts the artifact anew. */
+  turn: number
+  text: string
 }
 
 /** A final save that failed, waiting for its next try. */
@@ -83,6 +105,14 @@ interface Running {
   unscheduled: boolean
   settled: Promise<A2ATask>
   settle: () => void
+  /** The position of the last event published (0: none yet). */
+  position: number
+  /** The answer streamed so far, while the model writes it. */
+  streamed?: StreamedAnswer
+  /** A save of the answer so far, waiting for its time or under way. */
+  progress?: { timer?: NodeJS.Timeout; saving?: Promise<void> }
+  /** When the answer so far was last saved (performance.now()). */
+  progressSavedAt: number
 }
 
 /** ISO-8601 UTC now; formatted once per millisecond, as a busy server asks many times in one (3% of SendMessage CPU). */
@@ -144,9 +174,11 @@ export class TaskRunner {
   private readonly maxTaskBytes: number
   /** The one way a state change is saved: every save below goes through it. */
   private readonly save: SaveTransition
+  private readonly progressSaveMs: number
 
   constructor(private readonly opts: TaskRunnerOptions) {
     this.save = opts.saveTransition ?? ((task) => opts.store.save(task))
+    this.progressSaveMs = opts.progressSaveMs ?? DEFAULT_PROGRESS_SAVE_MS
     this.maxRunning = opts.maxRunning ?? 32
     this.maxQueued = opts.maxQueued ?? 1000
     this.maxTaskBytes = opts.maxTaskBytes ?? DEFAULT_MAX_TASK_BYTES
@@ -157,6 +189,18 @@ export class TaskRunner {
     return this.running.has(id)
   }
 
+  /**
+   * The Task as it stands now, when it runs here: the answer streamed so far
+   * as its artifact, and the position of its last event. Taken in the same
+   * tick as a subscription to its events, it is the exact point that
+   * subscription continues from.
+   */
+  current(id: string): CurrentTask | undefined {
+    const record = this.running.get(id)
+    if (record === undefined) return undefined
+    return { task: this.withAnswerSoFar(record), position: record.position }
+  }
+
   /** Saves a new `submitted` Task for the message and starts fulfilling it (or queues it). */
   async start(incoming: A2AMessage, opts: StartOptions = {}): Promise<StartedTask> {
     this.assertCanTake()
@@ -164,7 +208,8 @@ export class TaskRunner {
     const contextId = incoming.contextId ?? randomUUID()
     const message = this.stamp(incoming, id, contextId)
     const fresh: A2ATask = { id, contextId, kind: "task", status: { state: "submitted", timestamp: now() }, history: [message] }
-    const task = withInternals(fresh, { principal: opts.principal, runner: this.self })
+    // Its first event, the Task's creation, is position 1 of its log.
+    const task = withInternals(fresh, { principal: opts.principal, runner: this.self, events: 1 })
     const bytes = jsonBytes(task)
     if (bytes > this.maxTaskBytes) {
       throw this.tooLarge(`params.message makes a Task of ${bytes} bytes`, "send a smaller message, or split it over several tasks")
@@ -177,6 +222,7 @@ export class TaskRunner {
       throw err
     }
     this.logTransition(task)
+    this.opts.recorder?.record({ position: 1, event: statusEvent(task) })
     // A new context has no earlier turns to look up.
     return this.launch(task, bytes, opts, incoming.contextId !== undefined)
   }
@@ -191,10 +237,11 @@ export class TaskRunner {
     this.assertCanTake()
     if (this.running.has(task.id)) throw new A2AError(ErrorCode.UnsupportedOperation, `Task ${truncate(task.id)} is already running`)
     const message = this.stamp(incoming, task.id, task.contextId)
+    const position = (await this.lastPosition(task)) + 1
     const resumed = withInternals(
       { ...task, status: { state: "submitted", timestamp: now() }, history: [...(task.history ?? []), message] },
       // An unowned Task continued by the principal it was given to (auth.unownedTasksBelongTo) becomes that principal's.
-      { ...internalsOf(task), principal: internalsOf(task).principal ?? opts.principal, runner: this.self },
+      { ...internalsOf(task), principal: internalsOf(task).principal ?? opts.principal, runner: this.self, events: position },
     )
     const bytes = jsonBytes(resumed)
     if (bytes > this.maxTaskBytes) {
@@ -217,7 +264,9 @@ export class TaskRunner {
       throw err
     }
     this.logTransition(resumed)
-    return this.schedule(record, opts)
+    const started = this.schedule(record, opts)
+    this.opts.recorder?.record({ position, event: statusEvent(resumed) })
+    return started
   }
 
   /** The peer's message would make a Task past maxTaskBytes: -32602 naming the limit. */
@@ -260,14 +309,17 @@ export class TaskRunner {
       throw new A2AError(ErrorCode.TaskNotCancelable, `Task ${truncate(id)} is already ${task.status.state} and cannot be canceled`, { taskId: truncate(id) })
     }
     // Not running here: waiting for input, or left behind by a process that stopped.
-    const canceled: A2ATask = { ...task, status: { state: "canceled", timestamp: now(), message: agentMessage(task, "Canceled at the peer's request") } }
+    const position = (await this.lastPosition(task)) + 1
+    const canceled = withPosition({ ...task, status: { state: "canceled", timestamp: now(), message: agentMessage(task, "Canceled at the peer's request") } }, position)
     try {
       await this.save(canceled)
     } catch (err) {
       if (!(err instanceof TaskConflictError)) throw err
       throw new A2AError(ErrorCode.TaskNotCancelable, `Task ${truncate(id)} was ${err.stored.status.state} meanwhile and cannot be canceled`, { taskId: truncate(id) })
     }
-    this.published(canceled)
+    this.logTransition(canceled)
+    this.publish(position, statusEvent(canceled))
+    this.opts.recorder?.ended(id)
     return canceled
   }
 
@@ -346,6 +398,8 @@ export class TaskRunner {
       lookUpContext,
       historyOwners: opts.historyOwners ?? ownersVisibleTo(opts.principal),
       unscheduled: true,
+      position: positionOf(task),
+      progressSavedAt: 0,
       settled: new Promise((resolve) => (resolveSettled = resolve)),
       settle: () => {
         if (this.running.get(task.id) === record) this.running.delete(task.id)
@@ -393,7 +447,10 @@ export class TaskRunner {
       await this.transition(record, { ...record.task, status: { state: "working", timestamp: now() } })
       const history = await earlierTurns(record.task, { store: this.opts.store, log: this.opts.log, limit: CONTEXT_MESSAGES, lookUpContext, owners: historyOwners })
       const prompt = promptFrom(record.task.history?.at(-1))
-      const result = await client.run(prompt, { toolkit, signal: record.controller.signal, history })
+      const onText = (delta: string, info: { turn: number }) => this.streamText(record, delta, info.turn)
+      const result = await client.run(prompt, { toolkit, signal: record.controller.signal, history, onText })
+      if (record.finished) return
+      await this.progressSettled(record)
       if (record.finished) return
       const answer = agentMessage(record.task, result.text)
       const history2 = [...(record.task.history ?? []), answer]
@@ -403,11 +460,13 @@ export class TaskRunner {
         await (tooBig ? this.finish(record, "failed", tooBig) : this.finish(record, "input-required", undefined, extra))
         return
       }
-      const artifact: A2AArtifact = { artifactId: randomUUID(), name: "answer", parts: [{ kind: "text", text: result.text }] }
+      const artifact: A2AArtifact = { artifactId: record.streamed?.artifactId ?? randomUUID(), name: "answer", parts: [{ kind: "text", text: result.text }] }
       const extra = { history: history2, artifacts: [...(record.task.artifacts ?? []), artifact] }
       const tooBig = this.answerTooBig(record, result.text, extra)
       await (tooBig ? this.finish(record, "failed", tooBig) : this.finish(record, "completed", undefined, extra, artifact))
     } catch (err) {
+      if (record.finished) return
+      await this.progressSettled(record)
       if (record.finished) return
       const reason = record.controller.signal.aborted ? String((record.controller.signal.reason as Error)?.message ?? "aborted") : describeError(err)
       this.opts.log.warn({ taskId: record.task.id, ...errorFields(err) }, "task failed")
@@ -443,6 +502,7 @@ export class TaskRunner {
   ): Promise<boolean> {
     if (record.finished) return false
     record.finished = true
+    this.stopProgress(record)
     const status = { state, timestamp: now(), ...(statusText ? { message: agentMessage(record.task, statusText) } : {}) }
     const final: A2ATask = copyWith(record.task, { status, ...extra })
     try {
@@ -477,10 +537,12 @@ export class TaskRunner {
   private async tryFinalSave(pending: PendingFinalSave): Promise<void> {
     const { record, final, artifact } = pending
     try {
-      await this.save(final, artifact)
+      const events = this.transitionEvents(record, final, artifact)
+      const positioned = withPosition(final, record.position + events.length)
+      await this.save(positioned, artifact)
       this.pendingFinalSaves.delete(pending)
-      record.task = final
-      this.published(final, artifact)
+      record.task = positioned
+      this.published(record, positioned, events)
     } catch (err) {
       if (err instanceof TaskConflictError) {
         this.pendingFinalSaves.delete(pending)
@@ -492,15 +554,106 @@ export class TaskRunner {
     }
   }
 
+  /** Saves a state change, then tells the Task's streams and its event log: the Task saved carries the position of its last event. */
   private async transition(record: Running, next: A2ATask, artifact?: A2AArtifact): Promise<void> {
+    const events = this.transitionEvents(record, next, artifact)
+    const positioned = withPosition(next, record.position + events.length)
     try {
-      await this.save(next, artifact)
+      await this.save(positioned, artifact)
     } catch (err) {
       if (err instanceof TaskConflictError) this.endedElsewhere(record, err.stored)
       throw err
     }
-    record.task = next
-    this.published(next, artifact)
+    record.task = positioned
+    this.published(record, positioned, events)
+  }
+
+  /**
+   * What a state change sends: its status, after the artifact it adds. An
+   * answer whose chunks were streamed ends with an empty last chunk (what
+   * was streamed is the whole text: nothing is sent twice); one streamed
+   * differently from the final text (a model that changed its mind) is sent whole, anew.
+   */
+  private transitionEvents(record: Running, task: A2ATask, artifact: A2AArtifact | undefined): TaskEvent[] {
+    const status = statusEvent(task)
+    if (artifact === undefined) return [status]
+    const streamed = record.streamed
+    const text = artifact.parts.length === 1 && artifact.parts[0]!.kind === "text" ? artifact.parts[0]!.text : undefined
+    if (streamed !== undefined && streamed.artifactId === artifact.artifactId && streamed.text === text) {
+      const closing: A2AArtifact = { artifactId: artifact.artifactId, name: artifact.name, parts: [{ kind: "text", text: "" }] }
+      return [{ type: "artifact", taskId: task.id, contextId: task.contextId, artifact: closing, append: true, lastChunk: true }, status]
+    }
+    return [artifactEvent(task, artifact), status]
+  }
+
+  /** A chunk of the model's answer: sent to the Task's streams at once, its text so far saved now and then. */
+  private streamText(record: Running, delta: string, turn: number): void {
+    if (record.finished || typeof delta !== "string" || delta === "") return
+    let streamed = record.streamed
+    // A later turn (after tool calls) writes the answer anew: its first chunk replaces what the earlier turn said.
+    const append = streamed !== undefined && streamed.turn === turn
+    if (streamed === undefined || !append) record.streamed = streamed = { artifactId: streamed?.artifactId ?? randomUUID(), turn, text: "" }
+    streamed.text += delta
+    const artifact: A2AArtifact = { artifactId: streamed.artifactId, name: "answer", parts: [{ kind: "text", text: delta }] }
+    const task = record.task
+    this.publish(++record.position, { type: "artifact", taskId: task.id, contextId: task.contextId, artifact, append, lastChunk: false })
+    this.scheduleProgress(record)
+  }
+
+  /** The Task with the answer streamed so far as its last artifact. */
+  private withAnswerSoFar(record: Running): A2ATask {
+    const { task, streamed } = record
+    if (streamed === undefined || record.finished) return withPosition(task, record.position)
+    const soFar: A2AArtifact = { artifactId: streamed.artifactId, name: "answer", parts: [{ kind: "text", text: streamed.text }] }
+    return withPosition(copyWith(task, { artifacts: [...(task.artifacts ?? []), soFar] }), record.position)
+  }
+
+  /** A save of the answer so far, progressSaveMs after the last one; one at a time, none once the run finished. */
+  private scheduleProgress(record: Running): void {
+    if (record.progress !== undefined) return
+    const progress: NonNullable<Running["progress"]> = {}
+    record.progress = progress
+    const wait = Math.max(0, record.progressSavedAt + this.progressSaveMs - performance.now())
+    progress.timer = setTimeout(() => {
+      progress.timer = undefined
+      progress.saving = this.saveProgress(record).finally(() => {
+        if (record.progress === progress) record.progress = undefined
+      })
+    }, wait)
+    progress.timer.unref()
+  }
+
+  /**
+   * Saves the answer so far (a plain save: not a state change, so no push
+   * notification and no event), within maxTaskBytes; never rejects. Another
+   * server's final word found here stops the run.
+   */
+  private async saveProgress(record: Running): Promise<void> {
+    if (record.finished) return
+    const snapshot = this.withAnswerSoFar(record)
+    record.progressSavedAt = performance.now()
+    if (record.bytes + 2 * jsonBytesAtMost(record.streamed?.text ?? "") + FINAL_STATE_MARGIN_BYTES > this.maxTaskBytes) return
+    try {
+      await this.opts.store.save(snapshot)
+    } catch (err) {
+      if (err instanceof TaskConflictError) this.endedElsewhere(record, err.stored)
+      else this.opts.log.warn({ taskId: record.task.id, ...errorFields(err) }, "could not save the answer so far; the final save will hold it")
+    }
+  }
+
+  /** No more saves of the answer so far: the one waiting is dropped. */
+  private stopProgress(record: Running): void {
+    if (record.progress?.timer !== undefined) {
+      clearTimeout(record.progress.timer)
+      record.progress = undefined
+    }
+  }
+
+  /** Waits for a save of the answer so far that is under way (one waiting is dropped), so the final save lands after it. */
+  private async progressSettled(record: Running): Promise<void> {
+    const saving = record.progress?.saving
+    this.stopProgress(record)
+    if (saving !== undefined) await saving
   }
 
   /**
@@ -531,17 +684,33 @@ export class TaskRunner {
   private endedElsewhere(record: Running, stored: A2ATask): void {
     if (record.finished) return
     record.finished = true
+    this.stopProgress(record)
     record.controller.abort(new Error(`the task was ${stored.status.state} by another server`))
     record.task = stored
     this.opts.log.info({ taskId: stored.id, state: stored.status.state }, "task finished by another server; its run here stopped")
-    this.opts.events.publish({ type: "status", task: stored })
+    // The other server logged this event at its position: only this process's streams are told.
+    record.position = Math.max(record.position, positionOf(stored))
+    this.opts.events.publish({ position: record.position, event: statusEvent(stored) })
   }
 
-  /** Logs a saved state and tells the task's streams, the artifact first. */
-  private published(task: A2ATask, artifact?: A2AArtifact): void {
+  /** Logs a saved state and sends its events (the artifact first) to the Task's streams and its event log, positions after the record's. */
+  private published(record: Running, task: A2ATask, events: TaskEvent[]): void {
     this.logTransition(task)
-    if (artifact) this.opts.events.publish({ type: "artifact", task, artifact })
-    this.opts.events.publish({ type: "status", task })
+    for (const event of events) this.publish(++record.position, event)
+    if (isTerminal(task.status.state)) this.opts.recorder?.ended(task.id)
+  }
+
+  /** One event to the Task's streams here and to its event log. */
+  private publish(position: number, event: TaskEvent): void {
+    const positioned = { position, event }
+    this.opts.events.publish(positioned)
+    this.opts.recorder?.record(positioned)
+  }
+
+  /** The last position of a Task not running here: what its stored state reflects, or what its log holds past that (another server's events). */
+  private async lastPosition(task: A2ATask): Promise<number> {
+    const logged = this.opts.store.events === undefined ? 0 : await this.opts.store.events.lastPosition(task.id)
+    return Math.max(positionOf(task), logged)
   }
 
   private logTransition(task: A2ATask): void {

@@ -185,10 +185,12 @@ const codec03: WireCodec = {
   task: task03,
   sendResult: task03,
   streamEvent(event, final) {
-    const { task } = event
-    if (event.type === "task") return task03(task)
-    if (event.type === "artifact") return { kind: "artifact-update", taskId: task.id, contextId: task.contextId, artifact: event.artifact, lastChunk: true }
-    return { kind: "status-update", taskId: task.id, contextId: task.contextId, status: task.status, final }
+    if (event.type === "task") return task03(event.task)
+    const { taskId, contextId } = event
+    if (event.type === "artifact") {
+      return { kind: "artifact-update", taskId, contextId, artifact: event.artifact, ...(event.append && { append: true }), lastChunk: event.lastChunk }
+    }
+    return { kind: "status-update", taskId, contextId, status: event.status, final }
   },
   error: (error) => error.toJSON(),
   pushConfig: pushConfigTo03,
@@ -214,13 +216,14 @@ const codec10: WireCodec = {
   task: taskToV1,
   sendResult: (task) => ({ task: taskToV1(task) }),
   streamEvent(event) {
-    const { task } = event
-    if (event.type === "task") return { task: taskToV1(task) }
+    if (event.type === "task") return { task: taskToV1(event.task) }
+    const { taskId, contextId } = event
     if (event.type === "artifact") {
-      const index = Math.max(task.artifacts?.indexOf(event.artifact) ?? 0, 0)
-      return { artifactUpdate: { taskId: task.id, contextId: task.contextId, artifact: artifactToV1(event.artifact, index), lastChunk: true } }
+      // Events carry an artifactId (the follower names an id-less stored artifact by its index, as taskToV1 does).
+      const artifact = artifactToV1(event.artifact, 0)
+      return { artifactUpdate: { taskId, contextId, artifact, ...(event.append && { append: true }), lastChunk: event.lastChunk } }
     }
-    return { statusUpdate: { taskId: task.id, contextId: task.contextId, status: statusToV1(task.status) } }
+    return { statusUpdate: { taskId, contextId, status: statusToV1(event.status) } }
   },
   // 1.0 carries error details as a list of google.rpc ErrorInfo objects.
   error(error) {

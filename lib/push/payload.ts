@@ -1,3 +1,4 @@
+import { artifactEvent, statusEvent } from "../a2a/events.js"
 import { codecFor } from "../a2a/wire.js"
 import type { PushConfigRecord, PushEvent } from "../stores/push-store.js"
 
@@ -19,10 +20,10 @@ export function renderPayload(event: PushEvent, version: PushConfigRecord["versi
   if (version === "0.3") return { body: JSON.stringify(codecFor("0.3").task(task)), contentType: "application/json" }
   const artifact = event.kind === "artifact" && event.artifactIndex !== undefined ? task.artifacts?.[event.artifactIndex] : undefined
   const wire = artifact
-    ? codecFor("1.0").streamEvent({ type: "artifact", task, artifact }, false)
+    ? codecFor("1.0").streamEvent(artifactEvent(task, artifact.artifactId === undefined ? { ...artifact, artifactId: `artifact-${event.artifactIndex}` } : artifact), false)
     : event.kind === "artifact"
       ? // Its artifact is gone (a store that trimmed it): the whole Task says what there is.
         codecFor("1.0").streamEvent({ type: "task", task }, false)
-      : codecFor("1.0").streamEvent({ type: "status", task }, false)
+      : codecFor("1.0").streamEvent(statusEvent(task), false)
   return { body: JSON.stringify(wire), contentType: "application/a2a+json" }
 }

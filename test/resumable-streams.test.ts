@@ -1,0 +1,249 @@
+import http from "node:http"
+import t, { type Test } from "tap"
+import { createLocalClient } from "../lib/client/client.js"
+import { FileTaskStore } from "../lib/stores/file.js"
+import { InMemoryTaskStore } from "../lib/stores/memory.js"
+import type { TaskStore } from "../lib/stores/task-store.js"
+import { serve } from "../plugins/serve.js"
+import { callRpc, readSse, rpc, tmpDir, userMessage, waitFor } from "./helpers.js"
+
+/**
+ * Token streaming over A2A and streams that resume: the model's chunks
+ * reach the peer as artifact-update events, every frame has an `id:`, and
+ * SubscribeToTask with Last-Event-ID replays exactly what came after it.
+ */
+
+/** A model the test writes: each `say(text)` is a chunk streamed at once; `end()` finishes the answer. */
+function scriptedModel() {
+  const chunks: string[] = []
+  let wake: (() => void) | undefined
+  let ended = false
+  let runs = 0
+  const client = createLocalClient(() => {
+    runs++
+    return (async function* () {
+      for (let i = 0; ; i++) {
+        while (i >= chunks.length && !ended) await new Promise<void>((resolve) => (wake = resolve))
+        if (i >= chunks.length) return
+        yield chunks[i]!
+      }
+    })()
+  })
+  return {
+    client,
+    runs: () => runs,
+    say(text: string) {
+      chunks.push(text)
+      wake?.()
+    },
+    end() {
+      ended = true
+      wake?.()
+    },
+  }
+}
+
+type Server = Awaited<ReturnType<typeof serve>>
+
+async function server(t: Test, store: TaskStore, client: ReturnType<typeof scriptedModel>["client"], a2a: Record<string, unknown> = {}): Promise<Server> {
+  const srv = await serve("127.0.0.1:0", { client, a2a: { store, ...a2a }, logger: false })
+  t.teardown(() => srv.stop())
+  return srv
+}
+
+/** Opens a stream (a POST answered with SSE, on a connection of its own); `cut()` drops it as a failing network would. */
+async function openStream(url: string, body: unknown, headers: Record<string, string> = {}) {
+  const payload = JSON.stringify(body)
+  const req = http.request(url + "/", {
+    method: "POST",
+    agent: false,
+    headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload), "a2a-version": "1.0", ...headers },
+  })
+  req.on("error", () => {}) // a cut stream errors
+  const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+    req.once("response", resolve)
+    req.once("error", reject)
+    req.end(payload)
+  })
+  const reader = readSse(res)
+  reader.done.catch(() => {}) // a cut stream rejects its read
+  return { status: res.statusCode, ...reader, cut: () => req.destroy() }
+}
+
+const send = (text: string) => rpc("SendStreamingMessage", { message: { messageId: `m-${Math.random()}`, role: "ROLE_USER", parts: [{ text }] } })
+const resume = (id: string) => rpc("SubscribeToTask", { id }, 7)
+
+/** The text of a stream's artifact chunks, in order, as a peer joins them (a chunk without `append` starts anew). */
+function joined(results: any[]): string {
+  let text = ""
+  for (const result of results) {
+    const update = result.artifactUpdate
+    if (update === undefined) continue
+    const part = update.artifact.parts.map((p: { text: string }) => p.text).join("")
+    text = update.append ? text + part : part
+  }
+  return text
+}
+
+const kinds = (results: any[]) => results.map((r) => Object.keys(r)[0])
+
+t.test("the model's chunks reach the peer as they are written, and join into the final artifact exactly", async (t) => {
+  const model = scriptedModel()
+  const store = new InMemoryTaskStore()
+  const srv = await server(t, store, model.client)
+  const stream = await openStream(srv.url, send("hi"))
+  await waitFor(() => stream.messages.length >= 2, 5000, "the task and its working status")
+  model.say("Hel")
+  await waitFor(() => stream.messages.length >= 3, 5000, "the first chunk, before the model wrote the rest")
+  const first = stream.messages[2].result.artifactUpdate
+  t.match(first, { artifact: { parts: [{ text: "Hel" }] }, lastChunk: false }, "the first chunk creates the artifact")
+  t.notOk(first.append, "the first chunk does not append")
+  model.say("lo, ")
+  model.say("world")
+  model.end()
+  const results = (await stream.done).map((m) => m.result)
+  t.same(kinds(results), ["task", "statusUpdate", "artifactUpdate", "artifactUpdate", "artifactUpdate", "artifactUpdate", "statusUpdate"])
+  t.ok(results.slice(3, 6).every((r) => r.artifactUpdate.append === true), "every later chunk appends")
+  t.equal(results[5].artifactUpdate.lastChunk, true, "the last chunk says so")
+  t.equal(results.at(-1).statusUpdate.status.state, "TASK_STATE_COMPLETED")
+  const taskId = results[0].task.id
+  const stored = await store.get(taskId)
+  t.equal(joined(results), "Hello, world", "the chunks join into the answer")
+  t.equal(stored?.artifacts?.[0]?.parts[0]?.kind === "text" && stored.artifacts[0].parts[0].text, "Hello, world", "the final artifact is exactly the chunks' text")
+  t.equal(results[2].artifactUpdate.artifact.artifactId, stored?.artifacts?.[0]?.artifactId, "the chunks build the stored artifact (same id)")
+  t.same(stream.ids, [1, 2, 3, 4, 5, 6, 7], "every frame has an id, the Task snapshot's included, one more each")
+})
+
+t.test("a 0.3 peer gets artifact-update chunks with kind, append and lastChunk", async (t) => {
+  const model = scriptedModel()
+  const srv = await server(t, new InMemoryTaskStore(), model.client)
+  model.say("a")
+  model.say("b")
+  model.end()
+  const stream = await openStream(srv.url, rpc("message/stream", { message: userMessage("x") }), { "a2a-version": "0.3" })
+  const results = (await stream.done).map((m) => m.result)
+  const chunks = results.filter((r) => r.kind === "artifact-update")
+  t.match(chunks, [
+    { kind: "artifact-update", artifact: { parts: [{ kind: "text", text: "a" }] }, lastChunk: false },
+    { kind: "artifact-update", append: true, artifact: { parts: [{ kind: "text", text: "b" }] }, lastChunk: false },
+    { kind: "artifact-update", append: true, artifact: { parts: [{ kind: "text", text: "" }] }, lastChunk: true },
+  ])
+  t.match(results.at(-1), { kind: "status-update", final: true, status: { state: "completed" } })
+})
+
+t.test("GetTask mid-run shows the answer so far (saved every progressSaveMs); the final save holds it whole", async (t) => {
+  const model = scriptedModel()
+  const store = new InMemoryTaskStore()
+  const srv = await server(t, store, model.client, { progressSaveMs: 20 })
+  const sent = await callRpc(srv.url, rpc("SendMessage", { message: userMessage("x"), configuration: { blocking: false } }))
+  const id = sent.result.id
+  model.say("partial ")
+  const soFar = async () => (await callRpc(srv.url, rpc("GetTask", { id }))).result
+  await waitFor(async () => (await soFar()).artifacts?.[0]?.parts[0]?.text === "partial ", 5000, "the answer so far in GetTask")
+  t.equal((await soFar()).status.state, "working", "still working")
+  model.say("and the rest")
+  model.end()
+  await waitFor(async () => (await soFar()).status.state === "completed")
+  const done = await soFar()
+  t.equal(done.artifacts.length, 1, "one artifact: the answer so far became the answer")
+  t.equal(done.artifacts[0].parts[0].text, "partial and the rest")
+})
+
+/** The stores a stream resumes on, on the same server. */
+const sameServerStores: Array<[string, (t: Test) => TaskStore]> = [
+  ["memory", () => new InMemoryTaskStore()],
+  ["file", (t) => new FileTaskStore(tmpDir(t))],
+]
+
+for (const [name, makeStore] of sameServerStores) {
+  t.test(`${name} store: a stream cut mid-answer resumes with Last-Event-ID, every event after it exactly once`, async (t) => {
+    const model = scriptedModel()
+    const srv = await server(t, makeStore(t), model.client)
+    const first = await openStream(srv.url, send("hi"))
+    model.say("one ")
+    model.say("two ")
+    await waitFor(() => first.messages.length >= 4, 5000, "two chunks")
+    const lastId = first.ids.at(-1)!
+    const taskId = first.messages[0].result.task.id
+    first.cut()
+    // What happens while the peer is away is kept for it.
+    model.say("three ")
+    const again = await openStream(srv.url, resume(taskId), { "last-event-id": String(lastId) })
+    t.equal(again.status, 200)
+    await waitFor(() => again.messages.length >= 2, 5000, "the Task, then the chunk said while away")
+    t.match(again.messages[0].result, { task: { id: taskId, status: { state: "TASK_STATE_WORKING" } } }, "the stream starts with the Task")
+    t.equal(again.ids[0], lastId, "whose id is where the replay starts from")
+    model.say("four")
+    model.end()
+    const results = (await again.done).map((m) => m.result)
+    t.same(kinds(results), ["task", "artifactUpdate", "artifactUpdate", "artifactUpdate", "statusUpdate"], "the missed chunk, the live ones, the end: nothing twice")
+    t.same(again.ids, [lastId, lastId + 1, lastId + 2, lastId + 3, lastId + 4], "ids go on from the last one seen")
+    const before = joined(first.messages.map((m) => m.result))
+    t.equal(before + joined(results.slice(1)), "one two three four", "what the peer saw before and after joins into the answer")
+  })
+
+  t.test(`${name} store: a Task that finished while the peer was away replays up to its end, then the stream closes`, async (t) => {
+    const model = scriptedModel()
+    const srv = await server(t, makeStore(t), model.client)
+    const first = await openStream(srv.url, send("hi"))
+    model.say("a")
+    await waitFor(() => first.messages.length >= 3, 5000, "the first chunk")
+    const lastId = first.ids.at(-1)!
+    const taskId = first.messages[0].result.task.id
+    first.cut()
+    model.say("b")
+    model.end()
+    await waitFor(async () => (await callRpc(srv.url, rpc("GetTask", { id: taskId }))).result.status.state === "completed")
+    const plain = await callRpc(srv.url, resume(taskId), { "a2a-version": "1.0" })
+    t.match(plain.error, { code: -32004, message: /already completed/ }, "without Last-Event-ID a finished Task keeps the spec's error")
+    const again = await openStream(srv.url, resume(taskId), { "last-event-id": String(lastId) })
+    const results = (await again.done).map((m) => m.result)
+    t.same(kinds(results), ["task", "artifactUpdate", "artifactUpdate", "statusUpdate"])
+    t.equal(results.at(-1).statusUpdate.status.state, "TASK_STATE_COMPLETED")
+    t.equal("a" + joined(results.slice(1)), "ab")
+  })
+}
+
+t.test("Last-Event-ID that is not a position, or past the Task's last event, is refused with -32602", async (t) => {
+  const model = scriptedModel()
+  const srv = await server(t, new InMemoryTaskStore(), model.client)
+  const first = await openStream(srv.url, send("hi"))
+  await waitFor(() => first.messages.length >= 2)
+  const taskId = first.messages[0].result.task.id
+  for (const bad of ["abc", "-1", "1.5", "99999999999999999"]) {
+    const answer = await callRpc(srv.url, resume(taskId), { "a2a-version": "1.0", "last-event-id": bad })
+    t.match(answer.error, { code: -32602, message: /Last-Event-ID/ }, `Last-Event-ID ${bad}`)
+  }
+  const past = await callRpc(srv.url, resume(taskId), { "a2a-version": "1.0", "last-event-id": "500" })
+  t.match(past.error, { code: -32602, message: /past the last event/ })
+  model.end()
+  await first.done
+})
+
+t.test("a Last-Event-ID older than the log keeps is told to re-read the Task", async (t) => {
+  const model = scriptedModel()
+  const store = new InMemoryTaskStore({ eventRetentionMs: 0 })
+  const srv = await server(t, store, model.client)
+  model.say("x")
+  model.end()
+  const first = await openStream(srv.url, send("hi"))
+  const taskId = (await first.done)[0].result.task.id
+  await waitFor(async () => (await store.events!.read(taskId, 0, 10)).length === 0, 15_000, "the ended Task's log to go")
+  const answer = await callRpc(srv.url, resume(taskId), { "a2a-version": "1.0", "last-event-id": "1" })
+  t.match(answer.error, { code: -32602, message: /no longer kept; read the task with GetTask/ })
+})
+
+t.test("a store without an event log answers Last-Event-ID with -32004, and streams without it as before", async (t) => {
+  const model = scriptedModel()
+  const inner = new InMemoryTaskStore()
+  const hostStore: TaskStore = { get: (id) => inner.get(id), save: (task) => inner.save(task) }
+  const srv = await server(t, hostStore, model.client)
+  const first = await openStream(srv.url, send("hi"))
+  await waitFor(() => first.messages.length >= 2)
+  const taskId = first.messages[0].result.task.id
+  const answer = await callRpc(srv.url, resume(taskId), { "a2a-version": "1.0", "last-event-id": "1" })
+  t.match(answer.error, { code: -32004, message: /cannot be resumed/ })
+  model.say("ok")
+  model.end()
+  t.equal(joined((await first.done).map((m) => m.result)), "ok")
+})
