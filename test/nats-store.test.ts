@@ -3,12 +3,13 @@ import { connect as connectTcp, createServer, type Socket } from "node:net"
 import { inspect } from "node:util"
 import { connect, type KV, type NatsConnection } from "nats"
 import t, { type Test } from "tap"
-import type { StoreErrorContext, TaskStoreOptions } from "../lib/stores/background-errors.js"
-import { idFromNatsKey, natsKey, NatsTaskStore } from "../lib/stores/nats.js"
+import type { StoreErrorContext } from "../lib/stores/background-errors.js"
+import { idFromNatsKey, natsKey, NatsTaskStore, type NatsTaskStoreOptions } from "../lib/stores/nats.js"
 import { TaskConflictError } from "../lib/stores/task-store.js"
 import { closedPort, NATS_URL, sampleTask, waitFor } from "./helpers.js"
 import { storeContract } from "./store-contract.js"
 import { pushStoreContract } from "./push-store-contract.js"
+import { eventLogContract } from "./event-log-contract.js"
 
 // Runs against a NATS server with JetStream: `nats-server -js` on the default port, or NATS_URL.
 
@@ -30,7 +31,7 @@ async function rawBucket(t: Test, bucket: string): Promise<KV> {
  * `count` stores, each with its own connection, on one pair of new buckets;
  * when the test ends they are closed and the buckets' streams deleted.
  */
-async function storesOnNewBuckets(t: Test, count: number, url = NATS_URL, options: TaskStoreOptions = {}): Promise<NatsTaskStore[]> {
+async function storesOnNewBuckets(t: Test, count: number, url = NATS_URL, options: NatsTaskStoreOptions = {}): Promise<NatsTaskStore[]> {
   const suffix = randomUUID().replaceAll("-", "")
   const opts = { bucket: `tn_test_${suffix}`, leaseBucket: `tn_test_leases_${suffix}`, ...options }
   const stores = Array.from({ length: count }, () => new NatsTaskStore(url, opts))
@@ -39,6 +40,7 @@ async function storesOnNewBuckets(t: Test, count: number, url = NATS_URL, option
     const nc = await connect({ servers: NATS_URL })
     const jsm = await nc.jetstreamManager()
     for (const bucket of [opts.bucket, opts.leaseBucket, `${opts.bucket}_push`]) await jsm.streams.delete(`KV_${bucket}`).catch(() => {})
+    await jsm.streams.delete(opts.eventStream ?? `${opts.bucket}_events`).catch(() => {})
     await nc.drain()
   })
   return stores
@@ -79,6 +81,13 @@ pushStoreContract("NatsTaskStore", {
   },
   refusesTerminal: true,
   watchesOutbox: true,
+})
+
+eventLogContract("NatsTaskStore", {
+  make: async (t, options) => {
+    const [store, other] = await storesOnNewBuckets(t, 2, NATS_URL, options)
+    return { store, another: () => other }
+  },
 })
 
 t.test("NatsTaskStore keys: plain ids as they are, others reversibly encoded, very long ones hashed", async (t) => {

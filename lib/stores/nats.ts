@@ -12,6 +12,8 @@ import { TaskConflictError, type LeaseBook, type TaskStore } from "./task-store.
 import { WriteOrder } from "./write-order.js"
 import { pushSeqOf, pushWriterOf, withPushSeq } from "../internals.js"
 import { NatsPushStore } from "./nats-push.js"
+import { NatsEventLog, openEventStream, type NatsEventJetStream, type NatsEventStream, type NatsEventStreams, type NatsHeaders } from "./nats-events.js"
+import { eventRetentionOf, type EventLog } from "./event-log.js"
 import { eventTexts } from "./push-records.js"
 import type { PushEvent, PushStore } from "./push-store.js"
 
@@ -22,6 +24,10 @@ export interface NatsTaskStoreOptions extends TaskStoreOptions {
   leaseBucket?: string
   /** The package the driver is imported from (default "nats"): a fork or wrapper with nats@2's connect and KV. */
   driverModule?: string
+  /** The JetStream stream holding the Tasks' stream events (default `<bucket>_events`, subjects `<eventStream>.>`); created on first use (see NatsEventLog). */
+  eventStream?: string
+  /** How long a finished Task's stream events are kept for resuming (`store.events`), in ms after it ended (default one hour). */
+  eventRetentionMs?: number
 }
 
 /*
@@ -56,9 +62,11 @@ interface NatsKv {
 }
 
 interface NatsConnection {
-  jetstream(): { views: { kv(name: string, opts: { history: number; ttl?: number }): Promise<NatsKv> } }
-  /** Only to remove delete markers: `purge` of one subject's messages before a sequence. */
-  jetstreamManager(): Promise<{ streams: { purge(stream: string, opts: { filter: string; seq?: number }): Promise<{ purged: number }> } }>
+  jetstream(): { views: { kv(name: string, opts: { history: number; ttl?: number }): Promise<NatsKv> } } & NatsEventJetStream
+  /** To remove delete markers (`purge` of one subject's messages before a sequence), and the event log's stream. */
+  jetstreamManager(): Promise<{ streams: NatsEventStreams }>
+  /** What the server told on connecting: the most a message may carry. */
+  readonly info?: { max_payload: number }
   /** Settles when the connection closes for good, with the error that closed it, if any. */
   closed(): Promise<void | Error>
   close(): Promise<void>
@@ -70,6 +78,8 @@ export interface NatsDriver {
   connect(opts: { servers: string; user?: string; pass?: string; token?: string; name: string; maxReconnectAttempts: number }): Promise<NatsConnection>
   /** What a KV watch starts with: the last value of every key, or only the updates from now on. */
   KvWatchInclude: { LastValue: string; UpdatesOnly: string }
+  /** An empty set of message headers. */
+  headers(): NatsHeaders
 }
 
 const isNatsDriver = (module: unknown): module is NatsDriver =>
@@ -95,6 +105,8 @@ const LEASE_BUCKET_MAX_AGE_MS = 24 * 60 * 60_000
 const CLOCK_RECHECK_MS = 60_000
 /** A key no encoded id can have (those have no dot), written to read the server's clock. */
 const CLOCK_KEY = "toolnexus.clock"
+/** What a message may carry when the server does not say: NATS's default max_payload. */
+const DEFAULT_MAX_PAYLOAD = 1024 * 1024
 
 /**
  * Tasks in a NATS JetStream KV bucket, shared by every server that points
@@ -110,6 +122,8 @@ const CLOCK_KEY = "toolnexus.clock"
  * - `list` reads every Task: O(n) per call, fine for thousands of Tasks.
  * - `delete` purges the key: no value of the Task is kept, whatever the
  *   bucket's history; a small marker tells readers and watchers it is gone.
+ * - `events` (the Tasks' stream events) live in a stream of their own
+ *   (see NatsEventLog); `delete` and retention purge a Task's with it.
  * - With `opts.retention`, a sweep reads the keys in the order of their
  *   last write, headers only, up to the first written since the cutoff:
  *   only a Task last written before it can be expired (a terminal Task is
@@ -127,6 +141,7 @@ const CLOCK_KEY = "toolnexus.clock"
 export class NatsTaskStore implements TaskStore {
   readonly bucket: string
   readonly leaseBucket: string
+  readonly eventStream: string
   /** The server URL without credentials, fit for logs. */
   readonly server: string
   /** An ES private field: it stays out of JSON.stringify and util.inspect of the store. */
@@ -142,6 +157,11 @@ export class NatsTaskStore implements TaskStore {
   /** Push configs and the outbox, in `<bucket>_push` (see NatsPushStore). */
   readonly push: PushStore
   private readonly pushBook: NatsPushStore
+  /** The Tasks' stream events, in the stream `eventStream` (see NatsEventLog). */
+  readonly events: EventLog
+  private readonly eventLog: NatsEventLog
+  /** The event stream on the current connection. */
+  private eventStreamReady: OpenOnce<NatsEventStream>
   private readonly writes = new WriteOrder()
   private readonly retention: RetentionSweeper | undefined
   private closing: Promise<void> | undefined
@@ -163,6 +183,9 @@ export class NatsTaskStore implements TaskStore {
     this.bucket = bucketName("opts.bucket", opts.bucket ?? DEFAULT_BUCKET)
     this.leaseBucket = bucketName("opts.leaseBucket", opts.leaseBucket ?? DEFAULT_LEASE_BUCKET)
     if (this.leaseBucket === this.bucket) throw new TypeError(`NatsTaskStore: opts.leaseBucket should differ from opts.bucket (both are "${this.bucket}")`)
+    // Not a bucket, but the same rule fits a stream's name, and it is its subjects' first token too.
+    this.eventStream = opts.eventStream === undefined ? `${this.bucket}_events` : bucketName("opts.eventStream", opts.eventStream)
+    const eventRetentionMs = eventRetentionOf("NatsTaskStore", opts.eventRetentionMs)
     if (opts.driverModule !== undefined && (typeof opts.driverModule !== "string" || opts.driverModule.length === 0)) {
       throw new TypeError('NatsTaskStore: opts.driverModule should be a package name, e.g. "nats"')
     }
@@ -172,6 +195,15 @@ export class NatsTaskStore implements TaskStore {
     this.connection = new OpenOnce(() => this.connect(), closedError)
     this.leaseKv = this.newLeaseKv()
     this.pushKv = this.newPushKv()
+    this.eventStreamReady = this.newEventStream()
+    this.events = this.eventLog = new NatsEventLog({
+      name: this.eventStream,
+      retentionMs: eventRetentionMs,
+      report: this.report,
+      assertOpen: () => this.assertOpen(),
+      stream: () => this.eventStreamReady.get(),
+      keyOf: natsKey,
+    })
     this.push = this.pushBook = new NatsPushStore({
       bucket: `${this.bucket}_push`,
       report: this.report,
@@ -248,8 +280,9 @@ export class NatsTaskStore implements TaskStore {
     const key = natsKey(id)
     return this.writes.run(id, async () => {
       const { tasks } = await this.connection.get()
-      // Push data first: a crash between leaves a Task without configs, never configs a new Task of that id would find.
+      // Push data and events first: a crash between leaves a Task without them, never them for a new Task of that id to find.
       await withContext(`delete the push data of task ${quote(id)}`, () => this.pushBook.removeTask(id))
+      await withContext(`delete the stream events of task ${quote(id)}`, () => this.eventLog.removeTask(id))
       // A purge, not a delete: a bucket made with more history than ours would keep the Task's values under a delete marker.
       await withContext(`delete task ${quote(id)}`, () => tasks.purge(key))
     })
@@ -307,9 +340,11 @@ export class NatsTaskStore implements TaskStore {
   close(): Promise<void> {
     this.closing ??= (async () => {
       await this.retention?.stop()
+      await this.eventLog.stop()
       await this.writes.idle()
       await this.leaseKv.close()
       await this.pushKv.close()
+      await this.eventStreamReady.close()
       const connection = await this.connection.close()
       if (connection && !connection.nc.isClosed()) await connection.nc.drain()
     })()
@@ -334,6 +369,7 @@ export class NatsTaskStore implements TaskStore {
       const attempt = this.connection.current
       void nc.closed().then((err) => this.lost(attempt, err))
       this.retention?.start()
+      this.eventLog.start()
       return { driver, nc, tasks }
     } catch (err) {
       await nc.close().catch(() => {})
@@ -347,6 +383,7 @@ export class NatsTaskStore implements TaskStore {
     this.connection.forget(attempt)
     this.leaseKv = this.newLeaseKv()
     this.pushKv = this.newPushKv()
+    this.eventStreamReady = this.newEventStream()
     this.report(err ?? new Error(`NatsTaskStore's connection to ${this.server} closed; the next call connects again`), "connection")
   }
 
@@ -389,6 +426,18 @@ export class NatsTaskStore implements TaskStore {
     return new OpenOnce(async () => {
       const { nc } = await this.connection.get()
       return withContext(`open the KV bucket "${this.bucket}_push"`, () => nc.jetstream().views.kv(`${this.bucket}_push`, { history: 1 }))
+    }, closedError)
+  }
+
+  /** The event log's stream, made ready on first use over whatever connection is current. */
+  private newEventStream(): OpenOnce<NatsEventStream> {
+    return new OpenOnce(async () => {
+      const { driver, nc } = await this.connection.get()
+      return withContext(`open the stream "${this.eventStream}"`, async () => {
+        const { streams } = await nc.jetstreamManager()
+        await openEventStream(streams, this.eventStream)
+        return { js: nc.jetstream(), streams, headers: () => driver.headers(), maxPayload: nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD }
+      })
     }, closedError)
   }
 
@@ -500,6 +549,7 @@ export class NatsTaskStore implements TaskStore {
     try {
       await tasks.purge(key, { previousSeq: entry.revision })
       await this.pushBook.removeTask(task.id)
+      await this.eventLog.removeTask(task.id)
       return true
     } catch (err) {
       // Saved again since it was read: no longer the Task that expired.

@@ -78,13 +78,14 @@ const SWEEP_BATCH = 100
 
 export class PostgresEventLog implements EventLog {
   private readonly sql: ReturnType<typeof statements>
-  private readonly sweeper: RetentionSweeper
+  /** An ES private field: its timer stays out of JSON.stringify of the store. */
+  readonly #sweeper: RetentionSweeper
   private stopping = false
 
   constructor(private readonly host: PostgresEventHost) {
     this.sql = statements(host.eventTable)
     // The timer only: what is due is judged by the database's clock, whatever the cutoff by ours.
-    this.sweeper = eventSweeper(host.retentionMs, () => this.removeExpired(), host.report)
+    this.#sweeper = eventSweeper(host.retentionMs, () => this.removeExpired(), host.report)
   }
 
   async append(taskId: string, events: readonly LoggedEvent[]): Promise<number[]> {
@@ -130,13 +131,13 @@ export class PostgresEventLog implements EventLog {
 
   /** Starts the sweeps (the store's pool and tables are ready). */
   start(): void {
-    this.sweeper.start()
+    this.#sweeper.start()
   }
 
   /** Stops the sweeps; one under way ends after its batch. */
   stop(): Promise<void> {
     this.stopping = true
-    return this.sweeper.stop()
+    return this.#sweeper.stop()
   }
 
   /** One sweep: batch after batch of expired logs until one comes back short, or the store closes. */
