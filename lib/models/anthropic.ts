@@ -121,8 +121,10 @@ function messageStream(): StreamReader<ModelTurn> {
         inputTokens = usage.input_tokens
         outputTokens = usage.output_tokens
       } else if (event === "message_delta") {
-        // Its output_tokens is the count so far, not an increment.
-        if (isObject(payload.usage) && payload.usage.output_tokens !== undefined) outputTokens = payload.usage.output_tokens
+        // Its counts are totals so far, not increments; it may repeat input_tokens, or leave it out.
+        const usage = isObject(payload.usage) ? payload.usage : {}
+        if (typeof usage.output_tokens === "number") outputTokens = usage.output_tokens
+        if (typeof usage.input_tokens === "number") inputTokens = usage.input_tokens
       } else if (event === "content_block_start") {
         const block = openBlock(payload.content_block)
         blocks.set(index, block)
