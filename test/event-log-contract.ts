@@ -33,7 +33,7 @@ function events(from: number, count: number, tag = "a"): LoggedEvent[] {
 }
 
 const positions = (logged: LoggedEvent[]) => logged.map((e) => e.position)
-const texts = (logged: LoggedEvent[]) => logged.map((e) => ((e.event.artifact as { parts: Array<{ text: string }> }).parts[0]!.text))
+const texts = (logged: LoggedEvent[]) => logged.map((e) => ((e.event.artifact as { parts: Array<{ text: string }> }).parts[0].text))
 
 export function eventLogContract(name: string, harness: EventLogHarness): void {
   t.test(`${name}: events are read back after a position, in order, as many as asked`, async (t) => {

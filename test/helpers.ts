@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto"
 import { once } from "node:events"
 import fs from "node:fs"
 import fsp from "node:fs/promises"
-import { createServer, type IncomingHttpHeaders } from "node:http"
+import http, { createServer, type IncomingHttpHeaders } from "node:http"
 import type { AddressInfo } from "node:net"
 import os from "node:os"
 import path from "node:path"
@@ -403,3 +403,72 @@ export async function closedPort(): Promise<number> {
   await new Promise<void>((resolve) => server.close(() => resolve()))
   return port
 }
+
+// ---------------------------------------------------------------------------
+// Streams: a model that streams what the test says, and a peer that reads, cuts and resumes
+
+/** A model the test writes: each `say(text)` is a chunk streamed at once; `end()` finishes the answer. */
+export function scriptedModel() {
+  const chunks: string[] = []
+  let wake: (() => void) | undefined
+  let ended = false
+  let runs = 0
+  const client = createLocalClient(() => {
+    runs++
+    return (async function* () {
+      for (let i = 0; ; i++) {
+        while (i >= chunks.length && !ended) await new Promise<void>((resolve) => (wake = resolve))
+        if (i >= chunks.length) return
+        yield chunks[i]
+      }
+    })()
+  })
+  return {
+    client,
+    runs: () => runs,
+    say(text: string) {
+      chunks.push(text)
+      wake?.()
+    },
+    end() {
+      ended = true
+      wake?.()
+    },
+  }
+}
+
+/** Opens a stream (a POST answered with SSE, on a connection of its own); `cut()` drops it as a failing network would. */
+export async function openStream(url: string, body: unknown, headers: Record<string, string> = {}) {
+  const payload = JSON.stringify(body)
+  const req = http.request(url + "/", {
+    method: "POST",
+    agent: false,
+    headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload), "a2a-version": "1.0", ...headers },
+  })
+  req.on("error", () => {}) // a cut stream errors
+  const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+    req.once("response", resolve)
+    req.once("error", reject)
+    req.end(payload)
+  })
+  const reader = readSse(res)
+  reader.done.catch(() => {}) // a cut stream rejects its read
+  return { status: res.statusCode, ...reader, cut: () => req.destroy() }
+}
+
+export const sendStreamingRpc = (text: string) => rpc("SendStreamingMessage", { message: { messageId: `m-${Math.random()}`, role: "ROLE_USER", parts: [{ text }] } })
+export const resumeRpc = (id: string) => rpc("SubscribeToTask", { id }, 7)
+
+/** The text of a stream's artifact chunks, in order, as a peer joins them (a chunk without `append` starts anew). */
+export function joinedChunks(results: any[]): string {
+  let text = ""
+  for (const result of results) {
+    const update = result.artifactUpdate
+    if (update === undefined) continue
+    const part = update.artifact.parts.map((p: { text: string }) => p.text).join("")
+    text = update.append ? text + part : part
+  }
+  return text
+}
+
+export const kindsOf = (results: any[]) => results.map((r) => Object.keys(r)[0])

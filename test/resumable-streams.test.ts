@@ -1,47 +1,15 @@
-import http from "node:http"
 import t, { type Test } from "tap"
-import { createLocalClient } from "../lib/client/client.js"
 import { FileTaskStore } from "../lib/stores/file.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import { serve } from "../plugins/serve.js"
-import { callRpc, readSse, rpc, tmpDir, userMessage, waitFor } from "./helpers.js"
+import { callRpc, joinedChunks as joined, kindsOf as kinds, openStream, resumeRpc as resume, rpc, scriptedModel, sendStreamingRpc as send, tmpDir, userMessage, waitFor } from "./helpers.js"
 
 /**
  * Token streaming over A2A and streams that resume: the model's chunks
  * reach the peer as artifact-update events, every frame has an `id:`, and
  * SubscribeToTask with Last-Event-ID replays exactly what came after it.
  */
-
-/** A model the test writes: each `say(text)` is a chunk streamed at once; `end()` finishes the answer. */
-function scriptedModel() {
-  const chunks: string[] = []
-  let wake: (() => void) | undefined
-  let ended = false
-  let runs = 0
-  const client = createLocalClient(() => {
-    runs++
-    return (async function* () {
-      for (let i = 0; ; i++) {
-        while (i >= chunks.length && !ended) await new Promise<void>((resolve) => (wake = resolve))
-        if (i >= chunks.length) return
-        yield chunks[i]!
-      }
-    })()
-  })
-  return {
-    client,
-    runs: () => runs,
-    say(text: string) {
-      chunks.push(text)
-      wake?.()
-    },
-    end() {
-      ended = true
-      wake?.()
-    },
-  }
-}
 
 type Server = Awaited<ReturnType<typeof serve>>
 
@@ -51,41 +19,7 @@ async function server(t: Test, store: TaskStore, client: ReturnType<typeof scrip
   return srv
 }
 
-/** Opens a stream (a POST answered with SSE, on a connection of its own); `cut()` drops it as a failing network would. */
-async function openStream(url: string, body: unknown, headers: Record<string, string> = {}) {
-  const payload = JSON.stringify(body)
-  const req = http.request(url + "/", {
-    method: "POST",
-    agent: false,
-    headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload), "a2a-version": "1.0", ...headers },
-  })
-  req.on("error", () => {}) // a cut stream errors
-  const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
-    req.once("response", resolve)
-    req.once("error", reject)
-    req.end(payload)
-  })
-  const reader = readSse(res)
-  reader.done.catch(() => {}) // a cut stream rejects its read
-  return { status: res.statusCode, ...reader, cut: () => req.destroy() }
-}
 
-const send = (text: string) => rpc("SendStreamingMessage", { message: { messageId: `m-${Math.random()}`, role: "ROLE_USER", parts: [{ text }] } })
-const resume = (id: string) => rpc("SubscribeToTask", { id }, 7)
-
-/** The text of a stream's artifact chunks, in order, as a peer joins them (a chunk without `append` starts anew). */
-function joined(results: any[]): string {
-  let text = ""
-  for (const result of results) {
-    const update = result.artifactUpdate
-    if (update === undefined) continue
-    const part = update.artifact.parts.map((p: { text: string }) => p.text).join("")
-    text = update.append ? text + part : part
-  }
-  return text
-}
-
-const kinds = (results: any[]) => results.map((r) => Object.keys(r)[0])
 
 t.test("the model's chunks reach the peer as they are written, and join into the final artifact exactly", async (t) => {
   const model = scriptedModel()
@@ -228,7 +162,7 @@ t.test("a Last-Event-ID older than the log keeps is told to re-read the Task", a
   model.end()
   const first = await openStream(srv.url, send("hi"))
   const taskId = (await first.done)[0].result.task.id
-  await waitFor(async () => (await store.events!.read(taskId, 0, 10)).length === 0, 15_000, "the ended Task's log to go")
+  await waitFor(async () => (await store.events.read(taskId, 0, 10)).length === 0, 15_000, "the ended Task's log to go")
   const answer = await callRpc(srv.url, resume(taskId), { "a2a-version": "1.0", "last-event-id": "1" })
   t.match(answer.error, { code: -32602, message: /no longer kept; read the task with GetTask/ })
 })

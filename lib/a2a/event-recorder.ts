@@ -1,6 +1,5 @@
 import { errorFields, type Logger } from "../log.js"
 import type { EventLog, LoggedEvent } from "../stores/event-log.js"
-import type { JsonObject } from "../types.js"
 import type { PositionedEvent } from "./events.js"
 
 /** Tries of one batch before its events are given up (a resumer past them is told to re-read the Task). */
@@ -38,7 +37,7 @@ export class EventRecorder {
     let pending = this.pending.get(taskId)
     const first = pending === undefined
     if (pending === undefined) this.pending.set(taskId, (pending = { waiting: [], flushed: Promise.resolve(), ended: false }))
-    pending.waiting.push({ position: event.position, event: event.event as unknown as JsonObject })
+    pending.waiting.push({ position: event.position, event: event.event })
     if (first) pending.flushed = this.drain(taskId, pending)
   }
 

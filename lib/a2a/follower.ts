@@ -123,7 +123,7 @@ export class StoreFollower {
         if (task.status.state !== last.status.state || task.status.timestamp !== last.status.timestamp) {
           const artifacts = task.artifacts ?? []
           for (let i = last.artifacts?.length ?? 0; i < artifacts.length; i++) {
-            const artifact = artifacts[i]!
+            const artifact = artifacts[i]
             // Named as taskToV1 names an id-less artifact, by its index.
             const named = artifact.artifactId === undefined ? { ...artifact, artifactId: `artifact-${i}` } : artifact
             yield { position: 0, event: { type: "artifact", taskId: id, contextId: task.contextId, artifact: named, append: false, lastChunk: true } }

@@ -578,7 +578,7 @@ export class TaskRunner {
     const status = statusEvent(task)
     if (artifact === undefined) return [status]
     const streamed = record.streamed
-    const text = artifact.parts.length === 1 && artifact.parts[0]!.kind === "text" ? artifact.parts[0]!.text : undefined
+    const text = artifact.parts.length === 1 && artifact.parts[0].kind === "text" ? artifact.parts[0].text : undefined
     if (streamed !== undefined && streamed.artifactId === artifact.artifactId && streamed.text === text) {
       const closing: A2AArtifact = { artifactId: artifact.artifactId, name: artifact.name, parts: [{ kind: "text", text: "" }] }
       return [{ type: "artifact", taskId: task.id, contextId: task.contextId, artifact: closing, append: true, lastChunk: true }, status]
