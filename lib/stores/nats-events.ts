@@ -73,13 +73,14 @@ export interface NatsOrderedConsumer {
 
 export interface NatsEventJetStream {
   publish(subject: string, payload: Uint8Array, opts?: { headers?: NatsHeaders; expect?: { lastSubjectSequence?: number } }): Promise<{ seq: number }>
-  consumers: { get(stream: string, opts: { filterSubjects: string }): Promise<NatsOrderedConsumer> }
+  consumers: { get(stream: string, opts: { filterSubjects: string; opt_start_seq?: number }): Promise<NatsOrderedConsumer> }
 }
 
 export interface NatsEventStreams {
   info(stream: string, opts?: { subjects_filter: string }): Promise<{ config: { subjects?: string[] }; state: { subjects?: Record<string, number> } }>
   add(config: { name: string; subjects: string[]; allow_rollup_hdrs: boolean; description: string }): Promise<unknown>
-  getMessage(stream: string, query: { last_by_subj: string } | { seq: number }): Promise<NatsStoredMsg>
+  /** A message by sequence; with `next_by_subj`, the subject's first at or after it; by `last_by_subj`, the subject's last. */
+  getMessage(stream: string, query: { last_by_subj: string } | { seq: number; next_by_subj?: string }): Promise<NatsStoredMsg>
   purge(stream: string, opts: { filter: string; seq?: number }): Promise<{ purged: number }>
 }
 
@@ -218,9 +219,16 @@ export class NatsEventLog implements EventLog {
     this.remember(key, tail)
     if (tail.last <= after) return []
     const inLast = eventsIn(last.string(), subject)
-    // The last message holds every event after `after` when none before it can: the usual resume, one read.
+    // The last message holds every event after `after` when none before it can: a resume that missed little, one read.
     if (inLast[0].position <= after + 1) return inLast.filter((e) => e.position > after).slice(0, limit)
-    return this.readFromStart(stream, subject, tail.seq, after, limit)
+    const from = await this.firstEndingAfter(stream, subject, after, tail.seq)
+    const found: LoggedEvent[] = []
+    await this.readSubjects(stream, subject, from, (message) => {
+      for (const event of eventsIn(message.string(), subject)) if (event.position > after && found.length < limit) found.push(event)
+      // Up to the last message seen before: appends since are for the next read.
+      return found.length < limit && message.seq < tail.seq
+    })
+    return found
   }
 
   async lastPosition(taskId: string): Promise<number> {
@@ -282,27 +290,48 @@ export class NatsEventLog implements EventLog {
     if (this.tails.size > KNOWN_TAILS) this.tails.delete(this.tails.keys().next().value as string)
   }
 
-  /** The events after `after` from the subject's first message on, up to its message `lastSeq` (as read before) or `limit` events. */
-  private async readFromStart(stream: NatsEventStream, subject: string, lastSeq: number, after: number, limit: number): Promise<LoggedEvent[]> {
-    const found: LoggedEvent[] = []
-    await this.readSubjects(stream, subject, (message) => {
-      // A message ending at or before `after` is skipped by its header, its events unread.
-      if (lastPositionOf(message.headers, subject) > after) {
-        for (const event of eventsIn(message.string(), subject)) if (event.position > after && found.length < limit) found.push(event)
-      }
-      // Up to the last message seen before: appends since are for the next read.
-      return found.length < limit && message.seq < lastSeq
-    })
+  /**
+   * The sequence of the subject's first message holding a position above
+   * `after` (the one at `lastSeq` does): its first message, else a bisection
+   * of the sequences between, each probe the subject's first message at or
+   * after a sequence. About log2 of the stream's sequences the log spans
+   * reads, whatever the number of messages the log has.
+   */
+  private async firstEndingAfter(stream: NatsEventStream, subject: string, after: number, lastSeq: number): Promise<number> {
+    let found = lastSeq
+    let low = 1
+    let high = lastSeq - 1
+    while (low <= high) {
+      // The first probe is the subject's first message: a resume from the start needs no more.
+      const middle = low === 1 ? 1 : Math.floor((low + high) / 2)
+      const message = await this.nextMessage(stream, subject, middle)
+      if (message === undefined || message.seq >= found) high = middle - 1
+      else if (lastPositionOf(message.header, subject) > after) {
+        found = message.seq
+        high = middle - 1
+      } else low = message.seq + 1
+    }
     return found
   }
 
+  /** The subject's first message at or after `seq`. */
+  private async nextMessage(stream: NatsEventStream, subject: string, seq: number): Promise<NatsStoredMsg | undefined> {
+    try {
+      return await stream.streams.getMessage(this.host.name, { seq, next_by_subj: subject })
+    } catch (err) {
+      if (isApiError(err, NO_MESSAGE)) return undefined
+      throw err
+    }
+  }
+
   /**
-   * The messages of the subjects `filter` matches, in stream order, through
-   * an ordered consumer, until `visit` returns false or they are all read
-   * (what was pending when the last one came; none came within READ_WAIT_MS).
+   * The messages of the subjects `filter` matches from sequence `from` on,
+   * in stream order, through an ordered consumer, until `visit` returns
+   * false or they are all read (what was pending when the last one came;
+   * none came within READ_WAIT_MS).
    */
-  private async readSubjects(stream: NatsEventStream, filter: string, visit: (message: NatsConsumedMsg) => boolean): Promise<void> {
-    const consumer = await stream.js.consumers.get(this.host.name, { filterSubjects: filter })
+  private async readSubjects(stream: NatsEventStream, filter: string, from: number, visit: (message: NatsConsumedMsg) => boolean): Promise<void> {
+    const consumer = await stream.js.consumers.get(this.host.name, { filterSubjects: filter, opt_start_seq: from })
     try {
       for (;;) {
         let fetched = 0
@@ -326,7 +355,7 @@ export class NatsEventLog implements EventLog {
     if (Object.keys(state.subjects ?? {}).length === 0) return 0
     const now = Date.now() + (await this.clockOffset(stream))
     const due: Array<{ key: string; seq: number }> = []
-    await this.readSubjects(stream, ends, (message) => {
+    await this.readSubjects(stream, ends, 1, (message) => {
       const keepMs = Number(message.headers?.get(KEEP_MS))
       if (message.info.timestampNanos / 1e6 + (Number.isFinite(keepMs) ? keepMs : 0) <= now) {
         due.push({ key: message.subject.slice(ends.length - 1), seq: message.seq })
@@ -367,23 +396,24 @@ export class NatsEventLog implements EventLog {
  * two stores creating it at once both end up using it.
  */
 export async function openEventStream(streams: NatsEventStreams, name: string): Promise<void> {
-  const subjects = [`${name}.>`]
+  const subject = `${name}.>`
   for (let attempt = 1; ; attempt++) {
+    let subjects: string[] | undefined
     try {
-      const { config } = await streams.info(name)
-      if (!config.subjects?.includes(subjects[0])) {
-        throw new Error(`NatsTaskStore: the stream "${name}" exists with other subjects (${JSON.stringify(config.subjects ?? [])}); the event log needs "${subjects[0]}"`)
-      }
-      return
+      subjects = (await streams.info(name)).config.subjects
     } catch (err) {
-      if (!isApiError(err, STREAM_NOT_FOUND) || attempt > 2) throw err
+      if (!isApiError(err, STREAM_NOT_FOUND)) throw err
+      try {
+        await streams.add({ name, subjects: [subject], allow_rollup_hdrs: true, description: "toolnexus: the stream events of the Tasks, for resuming streams" })
+        return
+      } catch (addErr) {
+        // Made by another store meanwhile (maybe with another description): look again, once.
+        if (attempt >= 2) throw addErr
+        continue
+      }
     }
-    try {
-      await streams.add({ name, subjects, allow_rollup_hdrs: true, description: "toolnexus: the stream events of the Tasks, for resuming streams" })
-      return
-    } catch {
-      // Made by another store meanwhile, maybe with another description: the next look says.
-    }
+    if (subjects?.includes(subject)) return
+    throw new Error(`NatsTaskStore: the stream "${name}" exists with other subjects (${JSON.stringify(subjects)}); the event log needs "${subject}"`)
   }
 }
 
