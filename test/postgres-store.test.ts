@@ -556,3 +556,148 @@ t.test("serve()'s a2a.retention reaches the store the plugin builds from a postg
   await waitFor(async () => (await other.get("expired")) === undefined, 20_000, "the served store's sweep")
   t.equal((await other.get("recent"))?.status.state, "completed", "a recent finished Task stays")
 })
+
+/** Events from position `from` on, each its text tagged. */
+const logged = (from: number, count: number, tag = "a") =>
+  Array.from({ length: count }, (_, i) => ({ position: from + i, event: { kind: "artifact-update", text: `${tag}${from + i}` } }))
+const textsOf = (events: Array<{ event: Record<string, unknown> }>) => events.map((e) => e.event.text)
+const eventRows = async (table: string) =>
+  (await admin.query<{ task_id: string; n: number }>(`SELECT task_id, count(*)::int AS n FROM "${table}_events" GROUP BY task_id ORDER BY task_id`)).rows
+const endRows = async (table: string) => (await admin.query<{ task_id: string }>(`SELECT task_id FROM "${table}_events_ends" ORDER BY task_id`)).rows.map((row) => row.task_id)
+
+t.test("event log: delete and the Task retention sweep take the Task's events and its end, in the statement that deletes the Task", async (t) => {
+  const { open, table } = tablesFor(t)
+  const store = open({ retention: { terminalTtl: "1d", sweepInterval: 10 } })
+  const old = new Date(Date.now() - 2 * 86_400_000).toISOString()
+  // The logs first: the sweep may run as soon as an expired Task is saved.
+  for (const id of ["deleted", "expired", "kept"]) {
+    await store.events.append(id, logged(1, 3))
+    await store.events.ended(id)
+  }
+  await store.save(task("deleted", "working"))
+  await store.save(task("kept", "completed", { status: { state: "completed", timestamp: new Date().toISOString() } }))
+  t.same(await endRows(table), ["deleted", "expired", "kept"])
+
+  // A delete that cannot take the events takes nothing: one statement.
+  const refuse = `"${table}_refuse_event_delete"`
+  await admin.query(`CREATE FUNCTION ${refuse}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'event deletes are refused here'; END $$`)
+  await admin.query(`CREATE TRIGGER ${refuse} BEFORE DELETE ON "${table}_events" FOR EACH ROW EXECUTE FUNCTION ${refuse}()`)
+  t.teardown(() => admin.query(`DROP FUNCTION IF EXISTS ${refuse}() CASCADE`))
+  await t.rejects(store.delete("deleted"), /event deletes are refused here/)
+  t.equal((await store.get("deleted"))?.id, "deleted", "the Task stays when its events cannot go")
+  t.same(await endRows(table), ["deleted", "expired", "kept"], "and so does its end")
+  await admin.query(`DROP FUNCTION ${refuse}() CASCADE`)
+
+  await store.delete("deleted")
+  await store.save(task("expired", "completed", { status: { state: "completed", timestamp: old } }))
+  await waitFor(async () => (await store.get("expired")) === undefined, 20_000, "the expired Task swept")
+  t.same(await eventRows(table), [{ task_id: "kept", n: 3 }], "only the kept Task's events are left")
+  t.same(await endRows(table), ["kept"], "and only its end")
+  t.same(await store.events.read("expired", 0, 10), [])
+  t.equal(await store.events.lastPosition("deleted"), 0)
+})
+
+t.test("event log: a restarted store reads the log, goes on from it, and removes an ended one when the store that ended it said", async (t) => {
+  const { open, table } = tablesFor(t)
+  const first = open({ eventRetentionMs: 3_600_000 })
+  await first.events.append("running", logged(1, 3))
+  await first.events.append("long", logged(1, 2))
+  await first.events.ended("long")
+  await first.close()
+  const restarted = open({ eventRetentionMs: 50 })
+  t.same(textsOf(await restarted.events.read("running", 0, 10)), ["a1", "a2", "a3"], "the log outlived the store")
+  t.equal(await restarted.events.lastPosition("running"), 3)
+  t.same(await restarted.events.append("running", logged(3, 2, "b")), [3], "and appends go on from it")
+  await restarted.events.append("short", logged(1, 2))
+  await restarted.events.ended("short")
+  await waitFor(async () => (await restarted.events.read("short", 0, 10)).length === 0, 15_000, "the log ended by this store to go")
+  t.same(textsOf(await restarted.events.read("long", 0, 10)), ["a1", "a2"], "the log the first store ended keeps its hour")
+  const { rows } = await admin.query<{ left: number }>(`SELECT extract(epoch FROM expires_at - now())::float8 AS left FROM "${table}_events_ends" WHERE task_id = 'long'`)
+  t.ok(rows[0].left > 3500 && rows[0].left <= 3600, "its end is where the first store put it, by the database's clock")
+})
+
+t.test("event log: two stores appending the same positions at once: one takes each, the other is told", async (t) => {
+  const { open } = tablesFor(t)
+  const [a, b] = [open(), open()]
+  for (let round = 0; round < 10; round++) {
+    const id = `race-${round}`
+    const results = await Promise.all([a.events.append(id, logged(1, 3, "a")), b.events.append(id, logged(1, 3, "b"))])
+    t.same(results.map((held) => held.length).sort(), [0, 3], `round ${round}: one took all three, the other was told all three were held`)
+    const winner = results[0].length === 0 ? "a" : "b"
+    t.same(textsOf(await a.events.read(id, 0, 10)), [1, 2, 3].map((p) => `${winner}${p}`), `round ${round}: the log holds the winner's events`)
+  }
+  const results = await Promise.all([a.events.append("one", logged(1, 1, "a")), b.events.append("one", logged(1, 1, "b"))])
+  t.same(results.flat(), [1], "a single position: exactly one store is told it was held")
+})
+
+t.test("event log: events and ids Postgres text cannot hold round-trip; the event is kept as the JSON text given; an id too long is refused", async (t) => {
+  const { open, table } = tablesFor(t)
+  const store = open()
+  const odd = "a\u0000b\ud800"
+  const event = { kind: "artifact-update", text: odd, nested: { order: [3, 1, 2], "b-key": 1, "a-key": 2 } }
+  t.same(await store.events.append(odd, [{ position: 1, event }]), [])
+  t.same(await store.events.read(odd, 0, 10), [{ position: 1, event }], "the id and the event as given")
+  t.equal(await store.events.lastPosition(odd), 1)
+  const { rows } = await admin.query<{ event: string }>(`SELECT event FROM "${table}_events"`)
+  t.equal(rows[0].event, JSON.stringify(event), "stored as its JSON text, key order and escapes as written")
+  await t.rejects(store.events.append("x".repeat(2049), logged(1, 1)), /ids of up to 2048 bytes/)
+  await t.rejects(store.events.ended("x".repeat(2049)), /ids of up to 2048 bytes/)
+  t.same(await store.events.read("x".repeat(5000), 0, 10), [], "a longer id simply has no log")
+  t.same(await store.events.append("t", []), [], "an empty append takes nothing")
+  t.same(await store.events.read(odd, 0, 0), [], "a limit of 0 reads nothing")
+  t.same(await store.events.read(odd, Number.MAX_SAFE_INTEGER, 10), [])
+  t.same(await store.events.read(odd, 0.5, 10), [{ position: 1, event }], "after a fractional position: the positions above it")
+  t.same(await store.events.read(odd, -1, 10), [{ position: 1, event }])
+})
+
+t.test("event log: a later end does not extend the log; appends after the end go with it", async (t) => {
+  const { open, table } = tablesFor(t)
+  const store = open({ eventRetentionMs: 300 })
+  await store.events.append("t-1", logged(1, 2))
+  await store.events.ended("t-1")
+  const expiry = async () => (await admin.query<{ at: Date }>(`SELECT expires_at AS at FROM "${table}_events_ends"`)).rows[0]?.at.getTime()
+  const first = await expiry()
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  await store.events.ended("t-1")
+  t.equal(await expiry(), first, "the first end counts")
+  t.same(await store.events.append("t-1", logged(3, 1)), [], "an append after the end is taken")
+  await waitFor(async () => (await store.events.lastPosition("t-1")) === 0, 15_000, "the log to go")
+  t.same(await eventRows(table), [], "with the event appended after its end")
+  t.equal(await expiry(), undefined, "and its end")
+})
+
+t.test("event log: a sweep removes hundreds of ended logs in batches; two stores sweeping at once stay out of each other's way", async (t) => {
+  const { open, table } = tablesFor(t)
+  const seed = open()
+  await seed.open()
+  await admin.query(`INSERT INTO "${table}_events" (task_id, position, event) SELECT 'log-' || i, p, '{}' FROM generate_series(1, 250) AS i, generate_series(1, 4) AS p`)
+  await admin.query(`INSERT INTO "${table}_events_ends" (task_id, expires_at) SELECT 'log-' || i, now() - interval '1 second' FROM generate_series(1, 250) AS i`)
+  await seed.events.append("running", logged(1, 2))
+  const reported: Error[] = []
+  const sweepers = [open({ eventRetentionMs: 0, onError: (err) => reported.push(err) }), open({ eventRetentionMs: 0, onError: (err) => reported.push(err) })]
+  await Promise.all(sweepers.map((store) => store.open()))
+  await waitFor(async () => (await endRows(table)).length === 0, 15_000, "every ended log removed")
+  t.same(await eventRows(table), [{ task_id: "running", n: 2 }], "the log that did not end stays")
+  t.same(reported, [], "neither sweep failed")
+})
+
+t.test("event log: bad options fail at construction, naming the option; calls after close are refused", async (t) => {
+  const make = (opts: unknown) => () => new PostgresTaskStore(PG_URL, opts as PostgresTaskStoreOptions)
+  t.throws(make({ eventTable: "Events" }), /opts\.eventTable should be a lowercase SQL name .*, got "Events"/)
+  t.throws(make({ table: "x", eventTable: "x_outbox" }), /opts\.eventTable should name tables of its own, but "x_outbox" is another table of the store/)
+  t.throws(make({ eventTable: "toolnexus_leases" }), /opts\.eventTable should name tables of its own/)
+  t.throws(make({ table: "x_ends", eventTable: "x" }), /"x_ends" is another table of the store/)
+  t.throws(make({ eventRetentionMs: -1 }), /PostgresTaskStore options\.eventRetentionMs should be a whole number of milliseconds >= 0/)
+  t.throws(make({ eventRetentionMs: "1h" }), /eventRetentionMs/)
+  t.equal(new PostgresTaskStore(PG_URL, { table: "t_x" }).eventTable, "t_x_events", "named after the Tasks table")
+  t.match(PostgresTaskStore.schemaSql({ eventTable: "ev" }), /CREATE TABLE IF NOT EXISTS "ev_ends"/)
+
+  const { open } = tablesFor(t)
+  const store = open()
+  await store.events.append("t-1", logged(1, 1))
+  await store.close()
+  await t.rejects(store.events.append("t-1", logged(2, 1)), /PostgresTaskStore is closed/)
+  await t.rejects(store.events.read("t-1", 0, 10), /PostgresTaskStore is closed/)
+  await t.rejects(store.events.lastPosition("t-1"), /PostgresTaskStore is closed/)
+  await t.rejects(store.events.ended("t-1"), /PostgresTaskStore is closed/)
+})
