@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto"
-import type { Client } from "../client/client.js"
+import type { Client, TextInfo } from "../client/client.js"
 import { errorFields, type Logger } from "../log.js"
 import { StoreFullError } from "../stores/store-full.js"
 import { TaskConflictError, type TaskStore } from "../stores/task-store.js"
@@ -447,7 +447,8 @@ export class TaskRunner {
       await this.transition(record, { ...record.task, status: { state: "working", timestamp: now() } })
       const history = await earlierTurns(record.task, { store: this.opts.store, log: this.opts.log, limit: CONTEXT_MESSAGES, lookUpContext, owners: historyOwners })
       const prompt = promptFrom(record.task.history?.at(-1))
-      const onText = (delta: string, info: { turn: number }) => this.streamText(record, delta, info.turn)
+      // A turn answered whole is sent whole with the state it ends in, as one artifact event, not as chunks.
+      const onText = (delta: string, info: TextInfo) => info.whole || this.streamText(record, delta, info.turn)
       const result = await client.run(prompt, { toolkit, signal: record.controller.signal, history, onText })
       if (record.finished) return
       await this.progressSettled(record)

@@ -23,9 +23,17 @@ export interface RunOptions {
    * call belongs to an earlier turn; `RunResult.text` is the last turn's only).
    * Given, HTTP models are asked to stream. A model that answers whole (an
    * endpoint that does not stream, a local function returning a string) gives
-   * its text here once. What the listener throws is ignored.
+   * its text here once, after the fact, with `whole: true`. What the listener throws is ignored.
    */
-  onText?: (delta: string, info: { turn: number }) => void
+  onText?: (delta: string, info: TextInfo) => void
+}
+
+/** Where a piece of text given to `RunOptions.onText` stands. */
+export interface TextInfo {
+  /** The model turn it belongs to, from 1. */
+  turn: number
+  /** The turn's whole text, from a model that did not stream it: it comes once the turn is over. */
+  whole?: true
 }
 
 export interface RunResult {
@@ -166,7 +174,7 @@ async function runLoop(model: Model, settings: LoopSettings, prompt: string, opt
       : undefined
     const reply = await unlessAborted(model.turn({ messages: [...system, ...messages], toolkit, signal, ...(hear && { onText: hear }) }), signal)
     // A model that answered whole still shows its answer through onText, once.
-    if (onText && !streamed && reply.text !== "") tell(onText, reply.text, turn)
+    if (onText && !streamed && reply.text !== "") tell(onText, reply.text, turn, true)
     usage = addUsage(usage, reply.usage)
     const calls = reply.toolCalls.map(({ id, name, args }) => ({ id, name, args }))
     messages.push({ role: "assistant", content: reply.text, ...(calls.length > 0 && { toolCalls: calls }) })
@@ -189,9 +197,9 @@ async function runLoop(model: Model, settings: LoopSettings, prompt: string, opt
  * listener rejects with) is ignored: a slow or broken listener is the caller's
  * problem, not the model's, and must not fail a run whose model answered.
  */
-function tell(listener: NonNullable<RunOptions["onText"]>, delta: string, turn: number): void {
+function tell(listener: NonNullable<RunOptions["onText"]>, delta: string, turn: number, whole?: true): void {
   try {
-    const returned: unknown = listener(delta, { turn })
+    const returned: unknown = listener(delta, whole ? { turn, whole } : { turn })
     if (returned instanceof Promise) returned.catch(() => {})
   } catch {
     // ignored, as said above

@@ -3,6 +3,7 @@ export type { A2AArtifact, A2ADataPart, A2AFilePart, A2AMessage, A2APart, A2ATas
 export { TERMINAL_STATES } from "../types.js"
 export type { LeaseBook, TaskStore } from "./task-store.js"
 export type { PushClaim, PushConfigRecord, PushDeadLetter, PushEvent, PushOutboxItem, PushStore } from "./push-store.js"
+export type { EventLog, LoggedEvent } from "./event-log.js"
 export type { StoreErrorContext, StoreErrorHandler, TaskStoreOptions } from "./background-errors.js"
 export type { RetentionOptions } from "./retention.js"
 export { isTaskStore, TaskConflictError } from "./task-store.js"
