@@ -133,6 +133,35 @@ t.test("official SDK: stream and resubscribe", async (t) => {
   )
 })
 
+t.test("official SDK: a streaming model's chunks arrive in order as artifact updates that join into the answer", async (t) => {
+  const chunks = ["Str", "eam", "ed ", "answer"]
+  const client = createLocalClient(async function* () {
+    for (const chunk of chunks) yield chunk
+  })
+  const srv = await serve("127.0.0.1:0", { client, a2a: { name: "interop" }, logger: false })
+  t.teardown(() => srv.stop())
+  const sdk = await new ClientFactory().createFromUrl(srv.url)
+  const updates: Array<{ text: unknown; append: boolean; lastChunk: boolean; id: string }> = []
+  const cases: string[] = []
+  for await (const event of sdk.sendMessageStream(say("stream it"))) {
+    const payload = (event as any).payload
+    cases.push(payload.$case === "statusUpdate" ? `status:${TaskState[payload.value.status.state]}` : payload.$case)
+    if (payload.$case === "artifactUpdate") {
+      const { artifact, append, lastChunk } = payload.value
+      updates.push({ text: textOf(artifact.parts[0]), append, lastChunk, id: artifact.artifactId })
+    }
+  }
+  t.same(cases, ["task", "status:TASK_STATE_WORKING", ...chunks.map(() => "artifactUpdate"), "artifactUpdate", "status:TASK_STATE_COMPLETED"])
+  t.same(
+    updates.map((u) => u.text),
+    [...chunks, ""],
+    "each chunk in order, then the empty last chunk",
+  )
+  t.same(updates.map((u) => u.append), [false, true, true, true, true], "the first creates the artifact, the rest append")
+  t.same(updates.map((u) => u.lastChunk), [false, false, false, false, true])
+  t.equal(new Set(updates.map((u) => u.id)).size, 1, "one artifact")
+})
+
 t.test("official SDK: not-found errors", async (t) => {
   const { sdk } = await start(t)
   const missing = GetTaskRequest.fromJSON({ id: "no-such-task" })
