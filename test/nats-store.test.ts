@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { connect as connectTcp, createServer, type Socket } from "node:net"
 import { inspect } from "node:util"
-import { connect, type KV, type NatsConnection } from "nats"
+import { connect, headers, type KV, type NatsConnection } from "nats"
 import t, { type Test } from "tap"
 import type { StoreErrorContext } from "../lib/stores/background-errors.js"
 import { idFromNatsKey, natsKey, NatsTaskStore, type NatsTaskStoreOptions } from "../lib/stores/nats.js"
@@ -417,4 +417,177 @@ t.test("NatsTaskStore push: two stores saving one Task at the same moment each g
     }
     t.same(sent.sort(), ["a:working", "b:input-required"], `round ${round}: each save's own notification, once`)
   }
+})
+
+/** Events from position `from` on, each its text tagged. */
+const logged = (from: number, count: number, tag = "a") =>
+  Array.from({ length: count }, (_, i) => ({ position: from + i, event: { kind: "artifact-update", text: `${tag}${from + i}` } }))
+const textsOf = (events: Array<{ event: Record<string, unknown> }>) => events.map((e) => e.event.text)
+
+/** The event stream's subjects that hold messages, and how many each, as the server counts them. */
+async function eventSubjects(t: Test, store: NatsTaskStore): Promise<Record<string, number>> {
+  const jsm = await (await rawConnection(t)).jetstreamManager()
+  const { state } = await jsm.streams.info(store.eventStream, { subjects_filter: `${store.eventStream}.>` })
+  const subjects = { ...state.subjects }
+  delete subjects[`${store.eventStream}.clock`]
+  return subjects
+}
+
+t.test("NatsTaskStore event log: delete and the Task retention sweep purge the Task's events and its end", async (t) => {
+  // A Task is swept a TTL after its last save, whatever its status time says (see NatsTaskStore).
+  const [store] = await storesOnNewBuckets(t, 1, NATS_URL, { retention: { terminalTtl: "1s", sweepInterval: 10 } })
+  const old = new Date(Date.now() - 2 * 86_400_000).toISOString()
+  // The logs first: the sweep may run as soon as an expired Task is saved.
+  for (const id of ["deleted", "expired", "kept"]) {
+    await store.events.append(id, logged(1, 3))
+    await store.events.append(id, logged(4, 1))
+    await store.events.ended(id)
+  }
+  const e = (id: string) => `${store.eventStream}.e.${natsKey(id)}`
+  const x = (id: string) => `${store.eventStream}.x.${natsKey(id)}`
+  t.same(await eventSubjects(t, store), { [e("deleted")]: 2, [x("deleted")]: 1, [e("expired")]: 2, [x("expired")]: 1, [e("kept")]: 2, [x("kept")]: 1 }, "two messages and an end per log")
+  await store.save(task("deleted", "working"))
+  await store.save(task("kept", "working", { status: { state: "working", timestamp: old } }))
+  await store.delete("deleted")
+  await store.save(task("expired", "completed", { status: { state: "completed", timestamp: old } }))
+  await waitFor(async () => (await store.get("expired")) === undefined, 20_000, "the expired Task swept")
+  t.same(await eventSubjects(t, store), { [e("kept")]: 2, [x("kept")]: 1 }, "only the kept Task's log and end are left")
+  t.equal(await store.events.lastPosition("deleted"), 0)
+  t.same(await store.events.read("expired", 0, 10), [])
+})
+
+t.test("NatsTaskStore event log: a restarted store reads the log, goes on from it, and removes an ended one when the store that ended it said", async (t) => {
+  const [first, restarted] = await storesOnNewBuckets(t, 2, NATS_URL, { eventRetentionMs: 3_600_000 })
+  await first.events.append("running", logged(1, 3))
+  await first.events.append("long", logged(1, 2))
+  await first.events.ended("long")
+  await first.close()
+  t.same(textsOf(await restarted.events.read("running", 0, 10)), ["a1", "a2", "a3"], "the log outlived the store")
+  t.equal(await restarted.events.lastPosition("running"), 3)
+  t.same(await restarted.events.append("running", logged(3, 2, "b")), [3], "and appends go on from it")
+  t.same(textsOf(await restarted.events.read("running", 0, 10)), ["a1", "a2", "a3", "b4"])
+  // A third store with a short retention: the end it writes goes soon, the one the first wrote keeps its hour.
+  const short = new NatsTaskStore(NATS_URL, { bucket: restarted.bucket, leaseBucket: restarted.leaseBucket, eventRetentionMs: 50 })
+  t.teardown(() => short.close())
+  await short.events.append("short", logged(1, 2))
+  await short.events.ended("short")
+  await waitFor(async () => (await short.events.read("short", 0, 10)).length === 0, 15_000, "the log ended by the short store to go")
+  t.same(textsOf(await short.events.read("long", 0, 10)), ["a1", "a2"], "the log the first store ended stays")
+})
+
+t.test("NatsTaskStore event log: two stores appending the same positions at once: one takes each, the other is told", async (t) => {
+  const [a, b] = await storesOnNewBuckets(t, 2)
+  for (let round = 0; round < 10; round++) {
+    const id = `race-${round}`
+    // Both expect an empty subject (a first append): the stream takes one publish, the other is refused and reads.
+    const results = await Promise.all([a.events.append(id, logged(1, 3, "a")), b.events.append(id, logged(1, 3, "b"))])
+    t.same(results.map((held) => held.length).sort(), [0, 3], `round ${round}: one took all three, the other was told all three were held`)
+    const winner = results[0].length === 0 ? "a" : "b"
+    t.same(textsOf(await a.events.read(id, 0, 10)), [1, 2, 3].map((p) => `${winner}${p}`), `round ${round}: the log holds the winner's events`)
+    // Now both know the log: the next positions race on the subject's last sequence.
+    const next = await Promise.all([a.events.append(id, logged(4, 2, "a")), b.events.append(id, logged(4, 2, "b"))])
+    t.same(next.map((held) => held.length).sort(), [0, 2], `round ${round}: positions 4 and 5 too`)
+  }
+})
+
+t.test("NatsTaskStore event log: a writer whose knowledge of a log is old is told what others appended, whenever they did", async (t) => {
+  const [a, b] = await storesOnNewBuckets(t, 2)
+  await a.events.append("t-1", logged(1, 3, "a"))
+  await b.events.append("t-1", logged(4, 2, "b"))
+  t.same(await a.events.append("t-1", logged(4, 3, "a")), [4, 5], "a's next append learns of b's, and takes only position 6")
+  t.same(textsOf(await b.events.read("t-1", 0, 10)), ["a1", "a2", "a3", "b4", "b5", "a6"])
+  t.same(await a.events.append("t-1", logged(2, 2, "a")), [2, 3], "positions it knows are held are told held")
+  await b.save(task("t-1", "working"))
+  await b.delete("t-1")
+  t.same(await a.events.append("t-1", logged(1, 1, "again")), [], "after another store deleted the log, what a remembered is read again, not trusted")
+  t.same(textsOf(await b.events.read("t-1", 0, 10)), ["again1"])
+})
+
+t.test("NatsTaskStore event log: a resume from anywhere in a long log interleaved with others reads the right events", async (t) => {
+  const [store] = await storesOnNewBuckets(t, 1)
+  // One event per append, interleaved with another Task's, so the log's messages are spread over the stream.
+  for (let position = 1; position <= 120; position++) {
+    await store.events.append("long", logged(position, 1))
+    if (position % 3 !== 0) await store.events.append("other", logged(position, 1, "o"))
+  }
+  await store.events.append("long", logged(121, 5))
+  const all = Array.from({ length: 125 }, (_, i) => `a${i + 1}`)
+  for (const after of [0, 1, 2, 59, 60, 61, 119, 120, 121, 124, 125]) {
+    t.same(textsOf(await store.events.read("long", after, 1000)), all.slice(after), `after ${after}`)
+    t.same(textsOf(await store.events.read("long", after, 3)), all.slice(after, after + 3), `after ${after}, 3 of them`)
+  }
+})
+
+t.test("NatsTaskStore event log: an append bigger than a message goes in parts; an event bigger than one is refused", async (t) => {
+  const [store] = await storesOnNewBuckets(t, 1)
+  const big = (position: number, char: string) => ({ position, event: { kind: "artifact-update", text: char.repeat(400_000) } })
+  t.same(await store.events.append("big", [big(1, "a"), big(2, "b"), big(3, "c")]), [])
+  t.same(
+    (await store.events.read("big", 0, 10)).map((e) => [e.position, (e.event.text as string)[0], (e.event.text as string).length]),
+    [
+      [1, "a", 400_000],
+      [2, "b", 400_000],
+      [3, "c", 400_000],
+    ],
+  )
+  t.ok((await eventSubjects(t, store))[`${store.eventStream}.e.big`] >= 2, "in more than one message")
+  await t.rejects(store.events.append("big", [{ position: 4, event: { text: "d".repeat(1024 * 1024) } }]), /event log takes events of up to \d+ bytes .* the one at position 4 has/)
+  t.equal(await store.events.lastPosition("big"), 3, "nothing of it was written")
+})
+
+t.test("NatsTaskStore event log: an end is written once; what is not the log's is an error that says so", async (t) => {
+  const [store] = await storesOnNewBuckets(t, 1)
+  await store.events.append("t-1", logged(1, 1))
+  await store.events.ended("t-1")
+  await store.events.ended("t-1")
+  t.equal((await eventSubjects(t, store))[`${store.eventStream}.x.t-1`], 1, "a later end adds nothing")
+  const js = (await rawConnection(t)).jetstream()
+  await js.publish(`${store.eventStream}.e.foreign`, "not ours")
+  await t.rejects(store.events.lastPosition("foreign"), /found a message on .*\.e\.foreign that is not an event log's/)
+  await t.rejects(store.events.read("foreign", 0, 10), /not an event log's/)
+  const header = headers()
+  header.set("Toolnexus-Last-Position", "1")
+  await js.publish(`${store.eventStream}.e.odd`, "{}", { headers: header })
+  await t.rejects(store.events.read("odd", 0, 10), /found a message on .*\.e\.odd that is not an event log's \(not a list of events\)/)
+  t.same(await store.events.read("t-1", 0, 0), [], "a limit of 0 reads nothing")
+  t.same(await store.events.append("t-1", []), [], "an empty append takes nothing")
+
+  // A stream of that name made by someone else, for other subjects.
+  const [other] = await storesOnNewBuckets(t, 1)
+  const jsm = await (await rawConnection(t)).jetstreamManager()
+  await jsm.streams.add({ name: other.eventStream, subjects: [`elsewhere.${other.eventStream}`] })
+  await t.rejects(other.events.append("t-1", logged(1, 1)), new RegExp(`the stream "${other.eventStream}" exists with other subjects`))
+
+  // Another stream already takes the subjects: the stream cannot be made, and the error says why.
+  const [blocked] = await storesOnNewBuckets(t, 1)
+  const blocker = `${blocked.bucket}_blocker`
+  await jsm.streams.add({ name: blocker, subjects: [`${blocked.eventStream}.>`] })
+  t.teardown(() => jsm.streams.delete(blocker).catch(() => {}))
+  await t.rejects(blocked.events.lastPosition("t-1"), new RegExp(`NatsTaskStore could not open the stream "${blocked.eventStream}": .*overlap`))
+})
+
+t.test("NatsTaskStore event log: sweeps with no ended log remove nothing and report nothing", async (t) => {
+  const reported: Error[] = []
+  const [store] = await storesOnNewBuckets(t, 1, NATS_URL, { eventRetentionMs: 0, onError: (err) => reported.push(err) })
+  await store.events.append("running", logged(1, 2))
+  // Sweeps run every 100 ms at a retention of 0: a few of them find no end.
+  await new Promise((resolve) => setTimeout(resolve, 450))
+  t.same(textsOf(await store.events.read("running", 0, 10)), ["a1", "a2"])
+  t.same(reported, [])
+})
+
+t.test("NatsTaskStore event log: stores starting at once share one stream; bad options are refused, naming the option", async (t) => {
+  const stores = await storesOnNewBuckets(t, 4)
+  const appended = await Promise.all(stores.map((store, i) => store.events.append(`s-${i}`, logged(1, 2))))
+  t.same(appended, [[], [], [], []])
+  t.same(textsOf(await stores[0].events.read("s-3", 0, 10)), ["a1", "a2"], "each reads what the others wrote")
+  t.equal(stores[0].eventStream, `${stores[0].bucket}_events`, "named after the bucket")
+  t.throws(() => new NatsTaskStore(NATS_URL, { eventStream: "a.b" }), /opts\.eventStream should be a KV bucket name/)
+  t.throws(() => new NatsTaskStore(NATS_URL, { eventRetentionMs: -5 }), /NatsTaskStore options\.eventRetentionMs should be a whole number of milliseconds >= 0/)
+  const closed = stores[3]
+  await closed.close()
+  await t.rejects(closed.events.append("s-3", logged(3, 1)), /NatsTaskStore is closed/)
+  await t.rejects(closed.events.read("s-3", 0, 10), /NatsTaskStore is closed/)
+  await t.rejects(closed.events.lastPosition("s-3"), /NatsTaskStore is closed/)
+  await t.rejects(closed.events.ended("s-3"), /NatsTaskStore is closed/)
 })

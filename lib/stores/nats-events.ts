@@ -26,15 +26,20 @@ import { assertTaskId } from "./task-checks.js"
  *   subject, so a later `ended` does not extend it) whose header
  *   `Toolnexus-Keep-Ms` says how long after it, by the server's clock (its
  *   time of the message), the log goes.
- * - `<name>.clock`: one message (a rollup), written to learn the server's time.
+ * - `<name>.clock`: one message (a rollup: the stream is made with rollups
+ *   allowed), written to learn the server's time.
  *
- * A read gets the subject's last message first: a resume from near the end
- * (the usual one) is answered from it; one from further back reads the
- * subject from its start with an ordered consumer, skipping messages by
- * their header. A sweep (unref()-ed timer, a quarter of the retention apart,
- * at most a minute) looks for `x` subjects, reads them, and purges the `e`
- * and `x` subjects of the logs past their time. `delete` and the Task
- * retention sweep purge both of the Task's subjects.
+ * A read gets the subject's last message first: a resume that missed little
+ * is answered from it. One from further back finds the first message it
+ * needs by bisecting stream sequences (each step a get of the subject's
+ * first message at or after one: about log2 of the sequences the log spans,
+ * however many messages it has), then reads on with an ordered consumer.
+ * A sweep (unref()-ed timer, a quarter of the retention apart, at most a
+ * minute) looks for `x` subjects, reads them, and purges the `e` and `x`
+ * subjects of the logs past their time; an append landing after that (a
+ * writer that called `ended` before it was done) would start a log with no
+ * end, which goes with its Task. `delete` and the Task retention sweep
+ * purge both of the Task's subjects.
  */
 
 /*
@@ -200,7 +205,7 @@ export class NatsEventLog implements EventLog {
         this.tails.delete(key)
         if (!isApiError(err, WRONG_LAST_SEQUENCE)) throw err
         // Another writer appended (or the log was removed) since: read what the subject holds now.
-        if (++attempt > MAX_APPEND_ATTEMPTS) throw new Error(`NatsTaskStore could not append events of task ${quote(taskId)}: other writers appended before each of ${MAX_APPEND_ATTEMPTS} tries`, { cause: err })
+        if (++attempt > MAX_APPEND_ATTEMPTS) throw new Error(`NatsTaskStore could not append events of task ${JSON.stringify(taskId.slice(0, 128))}: other writers appended before each of ${MAX_APPEND_ATTEMPTS} tries`, { cause: err })
         tail = undefined
       }
     }
@@ -356,8 +361,8 @@ export class NatsEventLog implements EventLog {
     const now = Date.now() + (await this.clockOffset(stream))
     const due: Array<{ key: string; seq: number }> = []
     await this.readSubjects(stream, ends, 1, (message) => {
-      const keepMs = Number(message.headers?.get(KEEP_MS))
-      if (message.info.timestampNanos / 1e6 + (Number.isFinite(keepMs) ? keepMs : 0) <= now) {
+      // An end without a keep time is not one of ours: NaN is never due.
+      if (message.info.timestampNanos / 1e6 + Number(message.headers?.get(KEEP_MS) || Number.NaN) <= now) {
         due.push({ key: message.subject.slice(ends.length - 1), seq: message.seq })
       }
       return true
@@ -427,8 +432,9 @@ async function lastMessage(stream: NatsEventStream, name: string, subject: strin
 }
 
 function lastPositionOf(headers: NatsHeaders | undefined, subject: string): number {
-  const last = Number(headers?.get(LAST_POSITION))
-  if (!Number.isSafeInteger(last)) throw new Error(`NatsTaskStore found a message on ${subject} that is not an event log's (no ${LAST_POSITION} header)`)
+  // A header that is missing reads as "".
+  const last = Number(headers?.get(LAST_POSITION) || Number.NaN)
+  if (!(Number.isSafeInteger(last) && last > 0)) throw new Error(`NatsTaskStore found a message on ${subject} that is not an event log's (no ${LAST_POSITION} header)`)
   return last
 }
 
@@ -440,8 +446,4 @@ function eventsIn(text: string, subject: string): LoggedEvent[] {
 
 function isApiError(err: unknown, code: number): boolean {
   return (err as { api_error?: { err_code?: number } })?.api_error?.err_code === code
-}
-
-function quote(id: string): string {
-  return JSON.stringify(id.length > 128 ? id.slice(0, 128) + "…" : id)
 }

@@ -18,12 +18,16 @@ import { assertTaskId } from "./task-checks.js"
  *   clock. `ended` inserts it once (a later `ended` changes nothing); a sweep
  *   (unref()-ed timer, a quarter of the retention apart, at most a minute)
  *   deletes the logs past it, a hundred logs per statement, rows another
- *   sweep holds skipped.
+ *   sweep holds skipped. An append landing after that (a writer that called
+ *   `ended` before it was done) would start a log with no end, which goes
+ *   with its Task.
  *
  * An append is one INSERT ... ON CONFLICT DO NOTHING RETURNING position: a
  * position already held keeps its row, and is told by its absence from what
  * the statement returns; two servers appending one position at once are
- * ordered by its key, one inserts and the other is told. `delete` and the
+ * ordered by its key, one inserts and the other is told. Its commit does not
+ * wait for the WAL to reach the disk (a tenth of the cost here): a crash
+ * may lose the appends of its last moment, never a Task's data. `delete` and the
  * Task retention sweep delete the Task's rows in the statement that deletes
  * the Task (`eventCleanupCtes`).
  */
