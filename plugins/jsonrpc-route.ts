@@ -46,7 +46,7 @@ export function jsonRpcHandler({ dispatcher, closing, principalOf, heartbeatMs }
       )
     if (outcome.stream) {
       reply.hijack()
-      await writeEvents(reply, outcome.stream, endSignal(), heartbeatMs)
+      await writeEvents(reply, outcome.stream, endSignal(), heartbeatMs, outcome.cutOff)
       logLine()
       return reply
     }

@@ -9,8 +9,14 @@ import type { StreamFrame } from "../lib/a2a/jsonrpc.js"
  * which SSE clients ignore: proxies see traffic and keep the stream, and a
  * write to a dead peer fails, which closes the connection and ends the stream.
  */
-export async function writeEvents(reply: FastifyReply, stream: AsyncIterable<StreamFrame>, peerGone: AbortSignal, heartbeatMs: number): Promise<void> {
+export async function writeEvents(reply: FastifyReply, stream: AsyncIterable<StreamFrame>, peerGone: AbortSignal, heartbeatMs: number, cutOff?: AbortSignal): Promise<void> {
   const raw = reply.raw
+  // A reader too far behind is dropped at once, what waits unread included: it resumes from the last id it has.
+  const cut = () => {
+    reply.log.warn("a2a stream reader fell too far behind; its connection was dropped (it can resume with Last-Event-ID)")
+    raw.destroy()
+  }
+  cutOff?.addEventListener("abort", cut, { once: true })
   raw.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" })
   const heartbeat = setInterval(() => {
     if (!raw.writableEnded && !peerGone.aborted) raw.write(": keep-alive\n\n")
@@ -25,6 +31,7 @@ export async function writeEvents(reply: FastifyReply, stream: AsyncIterable<Str
   } catch (err) {
     reply.log.error({ err }, "a2a stream failed")
   } finally {
+    cutOff?.removeEventListener("abort", cut)
     clearInterval(heartbeat)
     if (!raw.writableEnded) raw.end()
   }

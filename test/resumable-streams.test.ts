@@ -1,9 +1,13 @@
+import { EventEmitter } from "node:events"
+import type { FastifyReply } from "fastify"
 import t, { type Test } from "tap"
+import { eventQueue, TaskEvents } from "../lib/a2a/events.js"
+import { writeEvents } from "../plugins/sse.js"
 import { FileTaskStore } from "../lib/stores/file.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import { serve } from "../plugins/serve.js"
-import { callRpc, joinedChunks as joined, postRpc, kindsOf as kinds, openStream, resumeRpc as resume, rpc, scriptedModel, sendStreamingRpc as send, tmpDir, userMessage, waitFor } from "./helpers.js"
+import { callRpc, dispatcherFor as setup, joinedChunks as joined, memoryLogger, postRpc, kindsOf as kinds, openStream, resumeRpc as resume, rpc, scriptedModel, sendStreamingRpc as send, tmpDir, userMessage, waitFor } from "./helpers.js"
 
 /**
  * Token streaming over A2A and streams that resume: the model's chunks
@@ -187,4 +191,67 @@ t.test("a store without an event log answers Last-Event-ID with -32004, and stre
   model.say("ok")
   model.end()
   t.equal(joined((await first.done).map((m) => m.result)), "ok")
+})
+
+t.test("an event queue whose reader falls maxQueued behind drops what it holds, ends, and says so", async (t) => {
+  const events = new TaskEvents()
+  const queue = eventQueue(events, "t-1", 3)
+  const event = (position: number) => ({ position, event: { type: "status" as const, taskId: "t-1", status: { state: "working" as const } } })
+  for (let position = 1; position <= 3; position++) events.publish(event(position))
+  t.notOk(queue.overflow.aborted, "three queued: within the bound")
+  events.publish(event(4))
+  t.ok(queue.overflow.aborted, "the fourth passes it")
+  t.same(await queue.next(), { value: undefined, done: true }, "the queue ends without handing out what it held")
+  events.publish(event(5))
+  t.same(await queue.next(), { value: undefined, done: true }, "and takes nothing more")
+})
+
+t.test("a stream whose reader falls 10000 events behind is cut off; the peer resumes from its last id", async (t) => {
+  const CHUNKS = 12_000
+  const { dispatcher, store } = setup(async function* () {
+    for (let i = 0; i < CHUNKS; i++) yield `${i} `
+  }, new InMemoryTaskStore())
+  const log = memoryLogger()
+  // The peer reads nothing: every event waits in its queue.
+  const outcome = await dispatcher.dispatch(send("hi"), { log, version: "1.0", endSignal: () => new AbortController().signal })
+  await waitFor(() => outcome.cutOff?.aborted === true, 15_000, "the stream to be cut off")
+  const frames = []
+  for await (const frame of outcome.stream!) frames.push(frame)
+  t.same(frames.map((f) => f.id), [1], "what waited was dropped: the peer has the Task alone, id 1")
+  const taskId = (frames[0]!.response as { result: { task: { id: string } } }).result.task.id
+  await waitFor(async () => (await store.get(taskId))?.status.state === "completed", 15_000, "the Task to go on and complete")
+  const again = await dispatcher.dispatch(resume(taskId), { log, version: "1.0", lastEventId: "1", endSignal: () => new AbortController().signal })
+  const results = []
+  for await (const frame of again.stream!) results.push((frame.response as { result: unknown }).result)
+  t.equal((results.at(-1) as any).statusUpdate?.status.state, "TASK_STATE_COMPLETED", "a resume gets the rest, to the end")
+  t.equal(joined(results.slice(1)), Array.from({ length: CHUNKS }, (_, i) => `${i} `).join(""), "every chunk after the last id it had")
+})
+
+t.test("the SSE writer drops the connection of a stream cut off, though it waits for the socket to drain", async (t) => {
+  const writes: string[] = []
+  let destroyed = false
+  const raw = Object.assign(new EventEmitter(), {
+    writableEnded: false,
+    writeHead: () => {},
+    write: (text: string) => (writes.push(text), false), // the peer never drains
+    end: () => {},
+    destroy: () => {
+      destroyed = true
+      raw.emit("close")
+    },
+  })
+  const peerGone = new AbortController()
+  raw.once("close", () => peerGone.abort())
+  const cutOff = new AbortController()
+  const reply = { raw, log: memoryLogger() } as unknown as FastifyReply
+  async function* frames() {
+    for (let id = 1; ; id++) yield { id, response: { jsonrpc: "2.0" as const, id: 1, result: {} } }
+  }
+  const writing = writeEvents(reply, frames(), peerGone.signal, 60_000, cutOff.signal)
+  await waitFor(() => writes.length === 1, 5000, "the first frame, then a wait for drain")
+  cutOff.abort()
+  await writing
+  t.ok(destroyed, "the connection was dropped")
+  t.equal(writes.length, 1, "nothing more was written")
+  t.match(writes[0], /^id: 1\ndata: /, "the frame carried its id")
 })

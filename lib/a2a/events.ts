@@ -62,8 +62,8 @@ export const MAX_QUEUED_EVENTS = 10_000
 /** A subscription as an async iterator (see eventQueue). */
 export type EventQueue = AsyncIterableIterator<PositionedEvent> & {
   close(): void
-  /** True once the reader fell `MAX_QUEUED_EVENTS` behind and the queue dropped its events and ended. */
-  readonly overflowed: boolean
+  /** Aborts once the reader fell `maxQueued` events behind: the queue dropped its events and ended, and its stream should end now. */
+  readonly overflow: AbortSignal
 }
 
 /**
@@ -76,12 +76,12 @@ export function eventQueue(events: TaskEvents, taskId: string, maxQueued = MAX_Q
   let queued: PositionedEvent[] = []
   let wake: (() => void) | undefined
   let closed = false
-  let overflowed = false
+  const overflow = new AbortController()
   const unsubscribe = events.subscribe(taskId, (event) => {
     if (queued.length >= maxQueued) {
-      overflowed = true
       queued = []
       close()
+      overflow.abort(new Error(`the reader fell ${maxQueued} events behind`))
       return
     }
     queued.push(event)
@@ -94,9 +94,7 @@ export function eventQueue(events: TaskEvents, taskId: string, maxQueued = MAX_Q
   }
   const iterator: EventQueue = {
     close,
-    get overflowed() {
-      return overflowed
-    },
+    overflow: overflow.signal,
     async next(): Promise<IteratorResult<PositionedEvent>> {
       while (queued.length === 0 && !closed) await new Promise<void>((resolve) => (wake = resolve))
       wake = undefined

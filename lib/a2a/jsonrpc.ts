@@ -68,6 +68,8 @@ export interface DispatchOutcome {
   body?: string
   /** Responses to send as server-sent events, for streaming methods; it ends when the context's signal aborts. */
   stream?: AsyncIterable<StreamFrame>
+  /** Aborts when the stream must end at once, unread frames and all: its reader fell too far behind (it resumes with Last-Event-ID). */
+  cutOff?: AbortSignal
   method?: string
   taskId?: string
   version?: WireVersion
@@ -105,7 +107,7 @@ interface Call {
 }
 
 /** A handler's answer: a result (or one already in JSON), or a stream of results. */
-type Answer = { result: unknown } | { resultJson: string } | { stream: AsyncIterable<StreamItem> }
+type Answer = { result: unknown } | { resultJson: string } | { stream: AsyncIterable<StreamItem>; cutOff?: AbortSignal }
 type Handler = (params: unknown, call: Call) => Promise<Answer>
 
 /** An inline push config on its way in: stored before the Task's first save. */
@@ -189,7 +191,7 @@ export class JsonRpcDispatcher {
     try {
       if (!handler) throw new A2AError(ErrorCode.MethodNotFound, `Method not found: ${shownMethod}. This server answers ${this.methodNames.join(", ")}`)
       const result = await handler(params, call)
-      if ("stream" in result) outcome = { stream: responses(id, codec, result.stream, call) }
+      if ("stream" in result) outcome = { stream: responses(id, codec, result.stream, call), ...(result.cutOff && { cutOff: result.cutOff }) }
       else outcome = { body: responseJson(id, "resultJson" in result ? result.resultJson : JSON.stringify(result.result)) }
     } catch (err) {
       outcome = answer(id, codec, this.asA2AError(err, method, call))
@@ -197,6 +199,7 @@ export class JsonRpcDispatcher {
     if (notification) {
       delete outcome.body
       delete outcome.stream
+      delete outcome.cutOff
     }
     outcome.method = shownMethod
     outcome.taskId = call.taskId
@@ -212,7 +215,8 @@ export class JsonRpcDispatcher {
     if (streaming) {
       return this.withStreamSlot(call, async () => {
         const started = await this.startOrResume(message, call, true, inline)
-        return taskStream(started.task, positionOf(started.task), closedOnAbort(started.events!, call.endSignal()), call.codec)
+        const events = closedOnAbort(started.events!, call.endSignal())
+        return { stream: taskStream(started.task, positionOf(started.task), events, call.codec), cutOff: events.overflow }
       })
     }
     const started = await this.startOrResume(message, call, false, inline)
@@ -343,10 +347,10 @@ export class JsonRpcDispatcher {
         if (after !== undefined) await assertResumable(log!, this.opts.recorder, task.id, after, position, current === undefined && !isTerminal(task.status.state))
         if (current !== undefined) {
           const events = after === undefined ? live : replayThenLive(log!, this.opts.recorder, task.id, after, position, live)
-          return taskStream(task, after ?? position, events, call.codec, after !== undefined)
+          return { stream: taskStream(task, after ?? position, events, call.codec, after !== undefined), cutOff: live.overflow }
         }
         live.close()
-        return taskStream(task, after ?? position, this.opts.follower.follow(task, call.endSignal(), after), call.codec, after !== undefined)
+        return { stream: taskStream(task, after ?? position, this.opts.follower.follow(task, call.endSignal(), after), call.codec, after !== undefined) }
       } catch (err) {
         live.close()
         throw err
@@ -401,11 +405,11 @@ export class JsonRpcDispatcher {
    * stream leaves no Task), given back if `open` fails, and otherwise held until the stream ends or its
    * end signal aborts (peer gone, server closing), whichever comes first.
    */
-  private async withStreamSlot(call: Call, open: () => Promise<AsyncIterable<StreamItem>>): Promise<Answer> {
+  private async withStreamSlot(call: Call, open: () => Promise<{ stream: AsyncIterable<StreamItem>; cutOff?: AbortSignal }>): Promise<Answer> {
     const release = this.streams.reserve({ principal: call.principal, address: call.address })
-    let stream: AsyncIterable<StreamItem>
+    let opened: { stream: AsyncIterable<StreamItem>; cutOff?: AbortSignal }
     try {
-      stream = await open()
+      opened = await open()
     } catch (err) {
       release()
       throw err
@@ -413,7 +417,7 @@ export class JsonRpcDispatcher {
     const ended = call.endSignal()
     if (ended.aborted) release()
     else ended.addEventListener("abort", release, { once: true })
-    return { stream: releasedAtEnd(stream, release) }
+    return { stream: releasedAtEnd(opened.stream, release), ...(opened.cutOff && { cutOff: opened.cutOff }) }
   }
 
   /** The Task, if it exists and the caller may see it; "not found" otherwise, so ids of others' Tasks reveal nothing. */
