@@ -17,3 +17,8 @@ export function completedTask(id = randomUUID()) {
     artifacts: [{ artifactId: randomUUID(), name: "answer", parts: [{ kind: "text", text: "echo: hi" }] }],
   }
 }
+
+/** The text chunks of a streamed answer, the same for every streaming server: short, token-sized ("w0 ", "w1 ", ...). */
+export function streamChunks(count) {
+  return Array.from({ length: count }, (_, i) => `w${i} `)
+}
