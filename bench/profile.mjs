@@ -109,3 +109,17 @@ export function hotSpotGroups(root) {
     { name: "garbage collection", match: (frame) => frame.functionName === "(garbage collector)" },
   ]
 }
+
+/** hotSpotGroups plus the code a streamed answer runs through, for a profile under SendStreamingMessage. */
+export function streamingHotSpotGroups(root) {
+  const ours = (...relatives) => (_frame, file) => relatives.some((relative) => file === path.join(root, "dist", relative))
+  return [
+    ...hotSpotGroups(root),
+    // JSON.stringify has no frame of its own in a V8 profile: its time is its caller's self time (writeEvents, the logs' append).
+    { name: "SSE frames written (plugins/sse.ts writeEvents: JSON.stringify of each event, res.write)", match: ours("plugins/sse.js") },
+    { name: "a Task's stream (lib/a2a/task-streams.ts: live events, positions, wire form)", match: ours("lib/a2a/task-streams.js") },
+    { name: "stream events made and published (lib/a2a/events.ts)", match: ours("lib/a2a/events.js") },
+    { name: "event log: recorder and the memory store's log (event-recorder.ts, memory-events.ts)", match: ours("lib/a2a/event-recorder.js", "lib/stores/memory-events.js") },
+    { name: "node http writes (OutgoingMessage write/_send, chunked encoding)", match: (frame, file) => file === "node:_http_outgoing" },
+  ]
+}

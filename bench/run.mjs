@@ -1,7 +1,9 @@
 // npm run bench: toolnexus against the official A2A SDK and a bare Fastify ceiling, in one interleaved run.
 // Knobs (environment): BENCH_SECONDS (per load run, default 2), BENCH_ROUNDS (default 5),
 // BENCH_CONNECTIONS (default 32), BENCH_FILE_ROUNDS (FileTaskStore against raw fs, default 8),
-// BENCH_GROWTH (file-store sizes, default "1000,10000,100000"), BENCH_LIST_TASKS (file-store listing, default 10000).
+// BENCH_GROWTH (file-store sizes, default "1000,10000,100000"), BENCH_LIST_TASKS (file-store listing, default 10000),
+// BENCH_PUSH_TASKS, the streaming phase's BENCH_STREAM_CHUNKS, BENCH_STREAM_CONNECTIONS, BENCH_TTFT_SAMPLES,
+// BENCH_IDLE_STREAMS, and BENCH_ONLY (a comma-separated list of phases to run alone, printed, no report written).
 import { execFileSync } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import fs from "node:fs"
@@ -12,9 +14,9 @@ import { fileURLToPath } from "node:url"
 import { ask, killAll, startChild, stopChild, withChildCpu } from "./child.mjs"
 import { completedTask } from "./fixtures.mjs"
 import { call, getTaskBody, load, sendAndComplete, sendMessageBody } from "./load.mjs"
-import { analyzeProfile, hotSpotGroups, profileIn } from "./profile.mjs"
+import { analyzeProfile, hotSpotGroups, profileIn, streamingHotSpotGroups } from "./profile.mjs"
 import { codeVersion, writeReport } from "./report.mjs"
-import { median } from "./stats.mjs"
+import { median, percentile } from "./stats.mjs"
 import { FileTaskStore } from "../dist/index.js"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -30,6 +32,12 @@ const settings = {
   growth: (process.env.BENCH_GROWTH ?? "1000,10000,100000").split(",").map(Number),
   listTasks: Number(process.env.BENCH_LIST_TASKS ?? 10_000),
   pushTasks: Number(process.env.BENCH_PUSH_TASKS ?? 500),
+  streamChunks: Number(process.env.BENCH_STREAM_CHUNKS ?? 200),
+  streamConnections: Number(process.env.BENCH_STREAM_CONNECTIONS ?? 16),
+  ttftSamples: Number(process.env.BENCH_TTFT_SAMPLES ?? 300),
+  ttftWarmup: 20,
+  ttftModelChunks: 20,
+  idleStreams: Number(process.env.BENCH_IDLE_STREAMS ?? 1000),
   profileSeconds: 5,
 }
 
@@ -58,21 +66,42 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
   })
 }
 
+// The phases in the order a full run takes them, by their key in results.json.
+const PHASES = {
+  http: httpRounds,
+  fileStore: fileStoreOps,
+  memory: memoryPerTasks,
+  fileList: fileStoreList,
+  push: pushDelivery,
+  streaming: streamingRows,
+  growth: fileStoreGrowth,
+  profiles,
+}
+// BENCH_ONLY=streaming (or a list, "push,streaming"): only those phases, their results printed and written to
+// <tmp>/toolnexus-bench-only.json; no report is written.
+const only = process.env.BENCH_ONLY?.split(",").map((name) => name.trim()).filter(Boolean)
+
 const started = performance.now()
 try {
   const results = { settings, startedAt: new Date().toISOString(), commit: codeVersion(root), loadAverage: { start: os.loadavg()[0] } }
-  results.http = await httpRounds()
-  results.fileStore = await fileStoreOps()
-  results.memory = await memoryPerTasks()
-  results.fileList = await fileStoreList()
-  results.push = await pushDelivery()
-  results.growth = await fileStoreGrowth()
-  results.profiles = await profiles()
-  results.wallSeconds = (performance.now() - started) / 1000
-  results.loadAverage.end = os.loadavg()[0]
-  const summary = await writeReport(results, { root, here })
-  console.log("\n" + summary)
-  log(`done in ${results.wallSeconds.toFixed(0)} s; wrote bench/results.md and bench/results.json`)
+  if (only) {
+    const unknown = only.filter((name) => !(name in PHASES))
+    if (unknown.length > 0) throw new Error(`BENCH_ONLY: no phase ${unknown.join(", ")} (phases: ${Object.keys(PHASES).join(", ")})`)
+    for (const name of only) results[name] = await PHASES[name]()
+    const partial = Object.fromEntries(only.map((name) => [name, results[name]]))
+    console.log(JSON.stringify(partial, (key, value) => (Array.isArray(value) && value.length > 40 ? `[${value.length} values]` : value), 2))
+    // Whole, for a look at every sample: outside the checkout, so it is never mistaken for a run's results.
+    const out = path.join(os.tmpdir(), "toolnexus-bench-only.json")
+    fs.writeFileSync(out, JSON.stringify(results, null, 2) + "\n")
+    log(`done in ${((performance.now() - started) / 1000).toFixed(0)} s (BENCH_ONLY=${only.join(",")}: no report written; results in ${out})`)
+  } else {
+    for (const [name, phase] of Object.entries(PHASES)) results[name] = await phase()
+    results.wallSeconds = (performance.now() - started) / 1000
+    results.loadAverage.end = os.loadavg()[0]
+    const summary = await writeReport(results, { root, here })
+    console.log("\n" + summary)
+    log(`done in ${results.wallSeconds.toFixed(0)} s; wrote bench/results.md and bench/results.json`)
+  }
 } catch (err) {
   console.error(err)
   process.exitCode = 1
@@ -194,6 +223,153 @@ async function pushDelivery() {
       `CPU per notification ${info.memoryCpuUs.toFixed(0)} / ${info.fileCpuUs?.toFixed(0) ?? "n/a"} / ${info.sdkCpuUs.toFixed(0)} µs`,
   )
   return info
+}
+
+/**
+ * Token streaming (issue 13), with the peer and a fake OpenAI-style model in one child (streaming.mjs) and each
+ * server in its own: the first token's delay through our server, events/s through SendStreamingMessage against the
+ * SDK's streaming server (alternating rounds, server CPU per event), a --cpu-prof of ours under that load, and the
+ * memory an idle open stream holds.
+ */
+async function streamingRows() {
+  const out = {}
+  const running = []
+  const start = async (script, args = [], opts = {}) => {
+    const started = await startChild(path.join(here, script), args, opts)
+    running.push(started.child)
+    return started
+  }
+  const minutes = (n) => n * 60_000
+  try {
+    const peer = await start("streaming.mjs", [String(settings.ttftModelChunks)])
+
+    // 1. Time to first token: ours relaying a fake OpenAI endpoint that streams, and a bare relay (the floor), in
+    // alternating blocks of sequential streams.
+    log(`streaming: time to first token through toolnexus and a bare relay (${settings.ttftSamples} sequential streams each, after ${settings.ttftWarmup} warm-ups)`)
+    const relays = [
+      { key: "ours", ...(await start("servers/toolnexus-stream.mjs", ["openai", peer.info.modelUrl])) },
+      { key: "bare", ...(await start("servers/bare-relay.mjs", [peer.info.modelUrl])) },
+    ]
+    const BLOCKS = 3
+    const taken = { ours: [], bare: [] }
+    for (let block = 0; block < BLOCKS; block++) {
+      for (const relay of block % 2 === 0 ? relays : relays.toReversed()) {
+        const samples = Math.ceil(settings.ttftSamples / BLOCKS)
+        taken[relay.key].push(await ask(peer.child, { ttft: { url: relay.info.url, samples, warmup: block === 0 ? settings.ttftWarmup : 0 } }, minutes(5)))
+      }
+    }
+    for (const relay of relays) await stopChild(relay.child)
+    const ttftOf = (blocks) => {
+      const added = blocks.flatMap((b) => b.addedMs)
+      return {
+        samples: added.length,
+        p50Ms: percentile(added, 50),
+        p90Ms: percentile(added, 90),
+        p99Ms: percentile(added, 99),
+        maxMs: Math.max(...added),
+        modelFirstTokenP50Ms: percentile(blocks.flatMap((b) => b.modelFirstTokenMs), 50),
+        peerFirstTokenP50Ms: percentile(blocks.flatMap((b) => b.peerFirstTokenMs), 50),
+        addedMs: added,
+      }
+    }
+    out.ttft = { ...ttftOf(taken.ours), warmup: settings.ttftWarmup, blocks: BLOCKS, firstTokenDelayMs: taken.ours[0].firstTokenDelayMs, modelChunks: taken.ours[0].modelChunks }
+    out.ttftBare = ttftOf(taken.bare)
+    log(
+      `streaming: first token at the peer minus at the model: ours p50 ${out.ttft.p50Ms.toFixed(3)} ms, p99 ${out.ttft.p99Ms.toFixed(3)} ms; ` +
+        `bare relay p50 ${out.ttftBare.p50Ms.toFixed(3)} ms, p99 ${out.ttftBare.p99Ms.toFixed(3)} ms`,
+    )
+
+    // 2. Events per second: ours and the SDK, the same events per Task, alternating rounds.
+    const chunks = String(settings.streamChunks)
+    const sides = [
+      { key: "ours", ...(await start("servers/toolnexus-stream.mjs", ["chunks", chunks])) },
+      { key: "sdk", ...(await start("servers/sdk-stream.mjs", [chunks])) },
+    ]
+    for (const side of sides) side.check = await ask(peer.child, { check: { url: side.info.url, expectChunks: settings.streamChunks } })
+    const [ours, sdk] = sides
+    const shape = (check) => JSON.stringify({ frames: check.frames, kinds: check.kinds, finalState: check.finalState, text: check.textMatches, appends: check.appendsAfterFirst, last: check.lastChunkOnLast })
+    out.equivalent = shape(ours.check) === shape(sdk.check) && ours.check.textMatches && ours.check.appendsAfterFirst && ours.check.lastChunkOnLast
+    out.checks = { ours: ours.check, sdk: sdk.check }
+    log(`streaming: per Task ${ours.check.frames} events from ours, ${sdk.check.frames} from the SDK (${ours.check.kinds.map((k) => `${k.count} ${k.kind}`).join(", ")})${out.equivalent ? "" : ": **NOT the same events**"}`)
+    const runOnce = (side, seconds) =>
+      withChildCpu(side.child, () =>
+        ask(peer.child, { load: { url: side.info.url, connections: settings.streamConnections, seconds, expectFrames: side.check.frames } }, minutes(2)),
+      )
+    for (const side of sides) await runOnce(side, 1)
+    out.rounds = { ours: [], sdk: [] }
+    for (let round = 1; round <= settings.rounds; round++) {
+      for (const side of round % 2 === 1 ? sides : sides.toReversed()) {
+        const run = await runOnce(side, settings.seconds)
+        out.rounds[side.key].push({ eventsPerSecond: run.eventsPerSecond, cpuUsPerEvent: run.cpuUsPerRequest, events: run.events, streams: run.streams, bad: run.bad, streamP50Ms: run.streamP50Ms, streamP99Ms: run.streamP99Ms })
+        log(
+          `round ${round} SendStreamingMessage ${side.key.padEnd(4)} ${run.eventsPerSecond.toFixed(0).padStart(7)} events/s  ${run.streams} streams  ` +
+            `stream p50 ${run.streamP50Ms.toFixed(1)} ms  server CPU ${run.cpuUsPerRequest.toFixed(1)} µs/event${run.bad ? `  ${run.bad} bad streams` : ""}`,
+        )
+      }
+    }
+    for (const side of sides) {
+      const rows = out.rounds[side.key]
+      out[side.key] = {
+        eventsPerSecond: median(rows.map((r) => r.eventsPerSecond)),
+        cpuUsPerEvent: median(rows.map((r) => r.cpuUsPerEvent)),
+        streamP50Ms: median(rows.map((r) => r.streamP50Ms)),
+        bad: rows.reduce((sum, r) => sum + r.bad, 0),
+      }
+      await stopChild(side.child)
+    }
+
+    // Where our server's time goes under that load.
+    log("streaming: profiling ours under the events/s load (--cpu-prof)")
+    const dir = path.join(scratch, "profile-streaming")
+    fs.mkdirSync(dir)
+    const profiled = await start("servers/toolnexus-stream.mjs", ["chunks", chunks], { execArgv: ["--cpu-prof", "--cpu-prof-dir", dir, "--cpu-prof-interval", "250"] })
+    const loadProfiled = (seconds) => ask(peer.child, { load: { url: profiled.info.url, connections: settings.streamConnections, seconds, expectFrames: ours.check.frames } }, minutes(2))
+    await loadProfiled(1)
+    const sinceUs = (await ask(profiled.child, { mark: {} })).atUs
+    const run = await loadProfiled(settings.profileSeconds)
+    await stopChild(profiled.child)
+    const analysis = analyzeProfile(profileIn(dir), { root, sinceUs, groups: streamingHotSpotGroups(root) })
+    out.profile = { run: { eventsPerSecond: run.eventsPerSecond, streams: run.streams, bad: run.bad }, ...analysis, self: analysis.self.slice(0, 25), categories: analysis.categories.slice(0, 12) }
+
+    // 3. Idle streams: Tasks whose model waits, one SubscribeToTask stream held open on each.
+    const n = settings.idleStreams
+    log(`streaming: ${n} idle open streams on one toolnexus server (child with --expose-gc)`)
+    const caps = { maxStreams: n + 16, maxStreamsPerPrincipal: n + 16, maxRunningTasks: n, maxQueuedTasks: n }
+    const waiting = await start("servers/toolnexus-stream.mjs", ["wait", "0", JSON.stringify(caps)], { execArgv: ["--expose-gc"] })
+    const memory = () => ask(waiting.child, { memory: {} })
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 500))
+    const before = await memory()
+    await ask(peer.child, { tasks: { url: waiting.info.url, count: n } }, minutes(2))
+    await settle()
+    const withTasks = await memory()
+    const opened = await ask(peer.child, { subscribe: {} }, minutes(2))
+    await settle()
+    const withStreams = await memory()
+    await ask(waiting.child, { release: {} })
+    const drained = await ask(peer.child, { drain: {} }, minutes(2))
+    await stopChild(waiting.child)
+    out.idle = {
+      streams: opened.open,
+      completed: drained.completed,
+      gc: withStreams.gc,
+      heapPerTask: (withTasks.heapUsed - before.heapUsed) / n,
+      rssPerTask: (withTasks.rss - before.rss) / n,
+      heapPerStream: (withStreams.heapUsed - withTasks.heapUsed) / n,
+      rssPerStream: (withStreams.rss - withTasks.rss) / n,
+      externalPerStream: (withStreams.external - withTasks.external) / n,
+      memory: { before, withTasks, withStreams },
+    }
+    log(
+      `streaming: ${opened.open} idle streams: ${out.idle.heapPerStream.toFixed(0)} B heap and ${out.idle.rssPerStream.toFixed(0)} B RSS per stream ` +
+        `(a waiting Task without a stream: ${out.idle.heapPerTask.toFixed(0)} B heap); ${drained.completed} of ${drained.streams} read to completed after the release`,
+    )
+    log(
+      `streaming: events/s ours ${out.ours.eventsPerSecond.toFixed(0)} (${out.ours.cpuUsPerEvent.toFixed(1)} µs CPU/event), SDK ${out.sdk.eventsPerSecond.toFixed(0)} (${out.sdk.cpuUsPerEvent.toFixed(1)} µs CPU/event)`,
+    )
+    return out
+  } finally {
+    for (const child of running) await stopChild(child)
+  }
 }
 
 /**
