@@ -96,7 +96,102 @@ export function targets(results) {
           { name: "push state change to webhook p50, 5 ms / measured", value: ratio(5, results.push.latencyP50Ms), target: 1 },
         ]
       : []),
+    ...(results.streaming ? streamingTargets(results.streaming) : []),
   ].map((row) => ({ ...row, met: row.value >= row.target && row.clean !== false }))
+}
+
+/** Issue 13's rows: the first token's added delay (lower is better, stated as 2 ms over the p50) and events/s against the SDK. */
+function streamingTargets(streaming) {
+  const { rounds } = streaming
+  return [
+    { name: "stream first token, peer minus model p50, 2 ms / measured", value: ratio(2, streaming.ttft.p50Ms), target: 1 },
+    {
+      name: "SendStreamingMessage events/s ours/SDK",
+      value: roundRatio(rounds.ours.map((r) => r.eventsPerSecond), rounds.sdk.map((r) => r.eventsPerSecond)),
+      byCpu: roundRatio(rounds.sdk.map((r) => r.cpuUsPerEvent), rounds.ours.map((r) => r.cpuUsPerEvent)),
+      target: 3,
+      // Counts only when both sent the same events and every stream of both came whole.
+      clean: streaming.equivalent && streaming.ours.bad === 0 && streaming.sdk.bad === 0,
+    },
+  ]
+}
+
+/** A profile's tables: hot-spot groups, self time by where the code lives, top functions. */
+function profileTables(p) {
+  return [
+    "Hot spots (share of busy CPU of the samples with that code anywhere on the stack; they overlap):",
+    "",
+    markdownTable(["hot spot", "% busy CPU"], p.groups.filter((g) => g.percent >= 0.05).map((g) => [g.name, fixed(g.percent, 1)])),
+    "",
+    "Self time by where the code lives:",
+    "",
+    markdownTable(["code", "% self"], p.categories.map((c) => [c.name, fixed(c.percent, 1)])),
+    "",
+    "Top functions by self time:",
+    "",
+    markdownTable(["function", "% self"], p.self.slice(0, 15).map((s) => [`\`${s.name}\``, fixed(s.percent, 1)])),
+  ].join("\n")
+}
+
+function streamingSection(streaming, settings) {
+  const { ttft, ttftBare, ours, sdk, rounds, idle, profile, checks } = streaming
+  const perRound = (side) => rounds[side].map((r) => fixed(r.eventsPerSecond)).join(" / ")
+  const kinds = checks.ours.kinds.map((k) => `${k.count} ${k.kind}`).join(", ")
+  return `## Token streaming (issue 13)
+
+### Time to first token through our server
+
+${markdownTable(["first artifactUpdate at the peer minus first content chunk written by the model, ms", "toolnexus", "bare relay (the floor)"], [
+  ["p50", fixed(ttft.p50Ms, 3), fixed(ttftBare.p50Ms, 3)],
+  ["p90", fixed(ttft.p90Ms, 3), fixed(ttftBare.p90Ms, 3)],
+  ["p99", fixed(ttft.p99Ms, 3), fixed(ttftBare.p99Ms, 3)],
+  ["max", fixed(ttft.maxMs, 2), fixed(ttftBare.maxMs, 2)],
+])}
+
+A fake OpenAI-style endpoint (\`text/event-stream\`, one \`res.write\` per chunk: its headers and an empty role chunk at once,
+the first token ${ttft.firstTokenDelayMs} ms after the request, then ${ttft.modelChunks - 1} more one event-loop turn apart, then \`[DONE]\`) and the peer run in
+one child, so both times are read from the same \`performance.now()\`; toolnexus (\`serve()\`, memory store, \`logger: false\`,
+\`createClient({ style: "openai" })\` against that endpoint) runs in another. ${ttft.samples} sequential SendStreamingMessage
+(A2A-Version 1.0) on one keep-alive connection after ${ttft.warmup} warm-ups. From the peer's request, the first token was
+written by the model at ${fixed(ttft.modelFirstTokenP50Ms, 2)} ms (p50) and reached the peer at ${fixed(ttft.peerFirstTokenP50Ms, 2)} ms.
+The bare relay (\`bench/servers/bare-relay.mjs\`) is a plain node:http server that fetches the same endpoint and writes
+each content chunk on as an SSE frame as soon as it is parsed, no A2A, Task or store: what the two loopback hops and
+three event loops cost on this machine by themselves. The two alternate in ${ttft.blocks} blocks of sequential streams.
+
+### Events per second through SendStreamingMessage
+
+${markdownTable(["server", "events/s (median of " + rounds.ours.length + ")", "server CPU µs per event", "stream p50 ms", "events/s per round", "bad streams"], [
+  ["toolnexus serve(), memory store, logger: false, a local model yielding the chunks", fixed(ours.eventsPerSecond), fixed(ours.cpuUsPerEvent, 1), fixed(ours.streamP50Ms, 1), perRound("ours"), String(ours.bad)],
+  ["@a2a-js/sdk 1.3 on Express, InMemoryTaskStore, an executor publishing the same chunks", fixed(sdk.eventsPerSecond), fixed(sdk.cpuUsPerEvent, 1), fixed(sdk.streamP50Ms, 1), perRound("sdk"), String(sdk.bad)],
+])}
+
+${settings.streamConnections} peers in one child, each SendStreamingMessage after SendStreamingMessage on a keep-alive connection,
+reading every SSE answer to its end, ${settings.seconds} s per round after 1 s of warm-up each, rounds alternating
+(ours first in odd rounds). Per Task both servers send the same ${checks.ours.frames} events (${kinds}): the Task, working, one
+artifact-update per chunk of ${settings.streamChunks} (\`"w0 "\`, \`"w1 "\`, ...; the first creates the artifact, the rest append), an empty
+closing chunk with lastChunk, completed${streaming.equivalent ? " (checked on one stream of each: same kinds in the same order, the chunks join into the same text)" : ": **the check found the two streams differ; the row does not count**"}.
+A stream counts as bad unless it is HTTP 200 with exactly that many events and ends completed. Server CPU is the
+server child's (process and kernel) over the round, per event received.
+
+Our server under that load, profiled (\`--cpu-prof\`, ${fixed(profile.run.eventsPerSecond)} events/s while profiled; ${fixed(profile.busyMs)} ms busy CPU and ${fixed(profile.idleMs)} ms idle in the ${profile.windowed ? "measured window" : "whole process"}):
+
+${profileTables(profile)}
+
+### Idle open streams
+
+${markdownTable(["per idle stream (SubscribeToTask on a working Task whose model waits)", "bytes"], [
+  ["heap (heapUsed after gc)", fixed(idle.heapPerStream)],
+  ["RSS", fixed(idle.rssPerStream)],
+  ["for comparison, a working Task without a stream: heap", fixed(idle.heapPerTask)],
+])}
+
+One toolnexus server (memory store, \`--expose-gc\`; maxStreams, per-principal streams and running Tasks raised to fit)
+with a model that waits: ${idle.streams} Tasks sent with returnImmediately, then one SubscribeToTask stream on each, each on its
+own connection and held open once its first frame came. The server reported \`process.memoryUsage()\` after gc before
+the Tasks, after them and after the streams; a stream's figure is the last step over the count. Then the model was
+released: ${idle.completed} of ${idle.streams} streams were read to completed.
+
+`
 }
 
 function pushSection(push) {
@@ -213,6 +308,14 @@ export async function writeReport(results, { root, here }) {
     `  file store ops/s: save ours ${fixed(f.saveOurs)} vs naive durable ${fixed(f.saveCeiling)}; get ours ${fixed(f.getOurs)} vs readFile ${fixed(f.getReadFile)}`,
     `  heap per 100k tasks: toolnexus InMemoryTaskStore ${fixed(memory.oursBytes / MiB)} MiB, SDK InMemoryTaskStore ${fixed(memory.sdkBytes / MiB)} MiB`,
     `  file store GetTask by size: ${growth.rows.map((r) => `${r.size}: ${fixed(r.rps)} req/s p99 ${fixed(r.p99, 1)} ms`).join("; ")}`,
+    ...(results.streaming
+      ? [
+          `  streaming: first token peer minus model p50 ${fixed(results.streaming.ttft.p50Ms, 2)} ms, p99 ${fixed(results.streaming.ttft.p99Ms, 2)} ms ` +
+            `(bare relay ${fixed(results.streaming.ttftBare.p50Ms, 2)} / ${fixed(results.streaming.ttftBare.p99Ms, 2)} ms); ` +
+            `events/s ours ${fixed(results.streaming.ours.eventsPerSecond)} (${fixed(results.streaming.ours.cpuUsPerEvent, 1)} µs CPU), SDK ${fixed(results.streaming.sdk.eventsPerSecond)} (${fixed(results.streaming.sdk.cpuUsPerEvent, 1)} µs CPU); ` +
+            `idle stream ${fixed(results.streaming.idle.heapPerStream)} B heap, ${fixed(results.streaming.idle.rssPerStream)} B RSS`,
+        ]
+      : []),
     "",
     "Ratio (median of per-round ratios)                                 value   target  met   by server CPU/request",
     ...rows.map((row) => `  ${row.name.padEnd(65)} ${times(row.value).padStart(7)}  ≥${String(row.target).padEnd(5)} ${(row.met ? "yes" : row.clean === false ? "BAD" : "NO").padEnd(5)} ${row.byCpu === undefined ? "" : times(row.byCpu)}`),
@@ -229,17 +332,7 @@ export async function writeReport(results, { root, here }) {
     return [
       `Server A (memory store, logger: false) under ${scenario} load: ${fixed(p.run.rps)} req/s while profiled; ${fixed(p.busyMs)} ms busy CPU and ${fixed(p.idleMs)} ms idle in the ${p.windowed ? "measured window (start-up and warm-up left out)" : "whole process (the window mark fell outside the profile)"}.`,
       "",
-      "Hot spots (share of busy CPU of the samples with that code anywhere on the stack; they overlap):",
-      "",
-      markdownTable(["hot spot", "% busy CPU"], p.groups.filter((g) => g.percent >= 0.05).map((g) => [g.name, fixed(g.percent, 1)])),
-      "",
-      "Self time by where the code lives:",
-      "",
-      markdownTable(["code", "% self"], p.categories.map((c) => [c.name, fixed(c.percent, 1)])),
-      "",
-      "Top functions by self time:",
-      "",
-      markdownTable(["function", "% self"], p.self.slice(0, 15).map((s) => [`\`${s.name}\``, fixed(s.percent, 1)])),
+      profileTables(p),
     ].join("\n")
   }
 
@@ -322,7 +415,7 @@ ${markdownTable(["call", "ms (median of " + results.fileList.rounds + ")"], [
 
 Heap held per task once the index is built: ${fixed(results.fileList.heapPerTask)} B.
 
-${results.push ? pushSection(results.push) : ""}## GetTask as the file store grows
+${results.push ? pushSection(results.push) : ""}${results.streaming ? streamingSection(results.streaming, results.settings) : ""}## GetTask as the file store grows
 
 ${markdownTable(["tasks in the directory", "GetTask req/s (median)", "p50 ms", "p99 ms", "server CPU µs/req", "bad answers", "files written in"], growth.rows.map((r) => [String(r.size), fixed(r.rps), fixed(r.p50, 1), fixed(r.p99, 1), fixed(r.cpuUsPerRequest), String(r.bad), `${fixed(r.writeSeconds, 1)} s`]))}
 
