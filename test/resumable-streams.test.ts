@@ -218,7 +218,7 @@ t.test("a stream whose reader falls 10000 events behind is cut off; the peer res
   const frames = []
   for await (const frame of outcome.stream!) frames.push(frame)
   t.same(frames.map((f) => f.id), [1], "what waited was dropped: the peer has the Task alone, id 1")
-  const taskId = (frames[0]!.response as { result: { task: { id: string } } }).result.task.id
+  const taskId = (frames[0].response as { result: { task: { id: string } } }).result.task.id
   await waitFor(async () => (await store.get(taskId))?.status.state === "completed", 15_000, "the Task to go on and complete")
   const again = await dispatcher.dispatch(resume(taskId), { log, version: "1.0", lastEventId: "1", endSignal: () => new AbortController().signal })
   const results = []
