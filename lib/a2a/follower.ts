@@ -82,28 +82,24 @@ export class StoreFollower {
     const id = first.id
     let last = after
     yield* this.asFollower(id, signal, async function* (this: StoreFollower, next) {
+      // Reads of the log that found nothing while the stored Task, final for now, says events are missing from it.
+      let waitedForEnd = 0
       while (!signal.aborted && !this.closed) {
+        const task = await this.opts.store.get(id)
+        if (task === undefined) return
+        let more = false
         for await (const event of loggedEvents(log, this.opts.recorder, id, last)) {
+          more = true
           last = event.position
           yield event
           if (endsStream(event.event)) return
         }
-        const task = await this.opts.store.get(id)
-        if (task === undefined) return
-        if (isFinalForNow(task.status.state)) {
-          // Its last events may land in the log just now: read once more before taking the stored status.
-          let more = false
-          for await (const event of loggedEvents(log, this.opts.recorder, id, last)) {
-            more = true
-            last = event.position
-            yield event
-            if (endsStream(event.event)) return
-          }
-          if (!more) {
+        if (!more && isFinalForNow(task.status.state)) {
+          // Its server saves the Task, then writes its events: a few reads for the last ones, then the stored status stands in.
+          if (positionOf(task) <= last || ++waitedForEnd > MISSING_EVENT_TRIES) {
             yield finalFromTask(task, last)
             return
           }
-          continue
         }
         await next(LOG_POLL_MS)
       }
@@ -183,3 +179,5 @@ const POLL_INTERVAL_MS = 500
 const SAFETY_INTERVAL_MS = 5000
 /** A follower of another server's event log reads it this often besides the Task's changes: its streamed chunks reach peers here within this. */
 const LOG_POLL_MS = 100
+/** Reads of the log (LOG_POLL_MS apart) for the last events of a Task stored final for now, before its stored status stands in for them. */
+const MISSING_EVENT_TRIES = 20

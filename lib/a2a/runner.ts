@@ -237,11 +237,10 @@ export class TaskRunner {
     this.assertCanTake()
     if (this.running.has(task.id)) throw new A2AError(ErrorCode.UnsupportedOperation, `Task ${truncate(task.id)} is already running`)
     const message = this.stamp(incoming, task.id, task.contextId)
-    const position = (await this.lastPosition(task)) + 1
-    const resumed = withInternals(
+    let resumed = withInternals(
       { ...task, status: { state: "submitted", timestamp: now() }, history: [...(task.history ?? []), message] },
       // An unowned Task continued by the principal it was given to (auth.unownedTasksBelongTo) becomes that principal's.
-      { ...internalsOf(task), principal: internalsOf(task).principal ?? opts.principal, runner: this.self, events: position },
+      { ...internalsOf(task), principal: internalsOf(task).principal ?? opts.principal, runner: this.self },
     )
     const bytes = jsonBytes(resumed)
     if (bytes > this.maxTaskBytes) {
@@ -252,7 +251,12 @@ export class TaskRunner {
     }
     // Held while the save is awaited, so a second follow-up meanwhile is told the Task is already running.
     const record = this.register(resumed, bytes, opts, true)
+    let position: number
     try {
+      // The follow-up is the Task's next event (after any another server logged past its last save).
+      position = (await this.lastPosition(task)) + 1
+      record.task = resumed = withPosition(resumed, position)
+      record.position = position
       await opts.beforeSave?.(task.id)
       await this.save(resumed)
     } catch (err) {
