@@ -1,22 +1,10 @@
 import t from "tap"
 import { createClient, createLocalClient, type ModelFunction } from "../lib/client/client.js"
 import type { ChatMessage } from "../lib/models/model.js"
-import { createToolkit, type Tool } from "../lib/tools/toolkit.js"
-import { closedPort, modelServer, waitFor } from "./helpers.js"
+import { createToolkit } from "../lib/tools/toolkit.js"
+import { addTool, closedPort, modelServer, waitFor } from "./helpers.js"
 
 const KEY = "sk-test-0123456789abcdef"
-
-function addTool(calls: Array<{ a: unknown; b: unknown }> = []): Tool {
-  return {
-    name: "add",
-    description: "Adds two numbers",
-    inputSchema: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"] },
-    execute({ a, b }) {
-      calls.push({ a, b })
-      return String(Number(a) + Number(b))
-    },
-  }
-}
 
 const openAIToolCall = (id: string, name: string, args: string) => ({ id, type: "function", function: { name, arguments: args } })
 

@@ -20,6 +20,7 @@ import type { Logger } from "../lib/log.js"
 import type { FileSystem } from "../lib/stores/file.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
+import type { Tool } from "../lib/tools/types.js"
 import type { A2ATask, TaskState } from "../lib/types.js"
 import type { ToolnexusA2AOptions } from "../plugins/a2a.js"
 
@@ -472,3 +473,16 @@ export function joinedChunks(results: any[]): string {
 }
 
 export const kindsOf = (results: any[]) => results.map((r) => Object.keys(r)[0])
+
+/** A tool that adds two numbers, recording each call in `calls`: the tool-calling loop's fixture. */
+export function addTool(calls: Array<{ a: unknown; b: unknown }> = []): Tool {
+  return {
+    name: "add",
+    description: "Adds two numbers",
+    inputSchema: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"] },
+    execute({ a, b }) {
+      calls.push({ a, b })
+      return String(Number(a) + Number(b))
+    },
+  }
+}

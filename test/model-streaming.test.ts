@@ -2,8 +2,8 @@ import { createServer, type IncomingHttpHeaders, type ServerResponse } from "nod
 import type { AddressInfo } from "node:net"
 import t, { type Test } from "tap"
 import { createClient, createLocalClient, type ClientOptions } from "../lib/client/client.js"
-import { createToolkit, type Tool } from "../lib/tools/toolkit.js"
-import { deferred, modelServer, waitFor } from "./helpers.js"
+import { createToolkit } from "../lib/tools/toolkit.js"
+import { addTool, deferred, modelServer, waitFor } from "./helpers.js"
 
 /*
  * Streamed model answers (RunOptions.onText) against fake OpenAI and Anthropic
@@ -110,18 +110,6 @@ function listener() {
   const heard: Array<[string, number]> = []
   const onText = (delta: string, info: { turn: number }) => void heard.push([delta, info.turn])
   return { heard, onText, text: () => heard.map(([delta]) => delta).join("") }
-}
-
-function addTool(calls: Array<{ a: unknown; b: unknown }> = []): Tool {
-  return {
-    name: "add",
-    description: "Adds two numbers",
-    inputSchema: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"] },
-    execute({ a, b }) {
-      calls.push({ a, b })
-      return String(Number(a) + Number(b))
-    },
-  }
 }
 
 const openai = (url: string, opts: Partial<ClientOptions> = {}) => createClient({ baseUrl: url, style: "openai", model: "gpt-test", apiKey: KEY, ...opts })

@@ -7,7 +7,8 @@ import { FileTaskStore } from "../lib/stores/file.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import { serve } from "../plugins/serve.js"
-import { callRpc, dispatcherFor as setup, joinedChunks as joined, memoryLogger, postRpc, kindsOf as kinds, openStream, resumeRpc as resume, rpc, scriptedModel, sendStreamingRpc as send, tmpDir, userMessage, waitFor } from "./helpers.js"
+import { resumeAfterTheEnd, resumeMidAnswer } from "./resume-scenarios.js"
+import { callRpc, dispatcherFor as setup, joinedChunks as joined, memoryLogger, kindsOf as kinds, openStream, resumeRpc as resume, rpc, scriptedModel, sendStreamingRpc as send, tmpDir, userMessage, waitFor } from "./helpers.js"
 
 /**
  * Token streaming over A2A and streams that resume: the model's chunks
@@ -97,55 +98,13 @@ for (const [name, makeStore] of sameServerStores) {
   t.test(`${name} store: a stream cut mid-answer resumes with Last-Event-ID, every event after it exactly once`, async (t) => {
     const model = scriptedModel()
     const srv = await server(t, makeStore(t), model.client)
-    const first = await openStream(srv.url, send("hi"))
-    model.say("one ")
-    model.say("two ")
-    await waitFor(() => first.messages.length >= 4, 5000, "two chunks")
-    const lastId = first.ids.at(-1)!
-    const taskId = first.messages[0].result.task.id
-    first.cut()
-    // What happens while the peer is away is kept for it.
-    model.say("three ")
-    const again = await openStream(srv.url, resume(taskId), { "last-event-id": String(lastId) })
-    t.equal(again.status, 200)
-    await waitFor(() => again.messages.length >= 2, 5000, "the Task, then the chunk said while away")
-    t.match(again.messages[0].result, { task: { id: taskId, status: { state: "TASK_STATE_WORKING" } } }, "the stream starts with the Task")
-    t.equal(again.ids[0], lastId, "whose id is where the replay starts from")
-    model.say("four")
-    model.end()
-    const results = (await again.done).map((m) => m.result)
-    t.same(kinds(results), ["task", "artifactUpdate", "artifactUpdate", "artifactUpdate", "statusUpdate"], "the missed chunk, the live ones, the end: nothing twice")
-    t.same(again.ids, [lastId, lastId + 1, lastId + 2, lastId + 3, lastId + 4], "ids go on from the last one seen")
-    const before = joined(first.messages.map((m) => m.result))
-    t.equal(before + joined(results.slice(1)), "one two three four", "what the peer saw before and after joins into the answer")
+    await resumeMidAnswer(t, { model, streamUrl: srv.url, resumeUrl: srv.url })
   })
 
   t.test(`${name} store: a Task that finished while the peer was away replays up to its end, then the stream closes`, async (t) => {
     const model = scriptedModel()
     const srv = await server(t, makeStore(t), model.client)
-    const first = await openStream(srv.url, send("hi"))
-    model.say("a")
-    await waitFor(() => first.messages.length >= 3, 5000, "the first chunk")
-    const lastId = first.ids.at(-1)!
-    const taskId = first.messages[0].result.task.id
-    first.cut()
-    model.say("b")
-    model.end()
-    // The store may say completed a moment before the run here has finished: until then a subscription streams its end.
-    const answeredPlainly = async () => {
-      const res = await postRpc(srv.url, resume(taskId), { "a2a-version": "1.0" })
-      if (res.headers.get("content-type")?.startsWith("application/json")) return true
-      await res.text()
-      return false
-    }
-    await waitFor(answeredPlainly, 5000, "the run to finish")
-    const plain = await callRpc(srv.url, resume(taskId), { "a2a-version": "1.0" })
-    t.match(plain.error, { code: -32004, message: /already completed/ }, "without Last-Event-ID a finished Task keeps the spec's error")
-    const again = await openStream(srv.url, resume(taskId), { "last-event-id": String(lastId) })
-    const results = (await again.done).map((m) => m.result)
-    t.same(kinds(results), ["task", "artifactUpdate", "artifactUpdate", "statusUpdate"])
-    t.equal(results.at(-1).statusUpdate.status.state, "TASK_STATE_COMPLETED")
-    t.equal("a" + joined(results.slice(1)), "ab")
+    await resumeAfterTheEnd(t, { model, streamUrl: srv.url, resumeUrl: srv.url })
   })
 }
 

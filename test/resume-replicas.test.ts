@@ -7,7 +7,8 @@ import { NatsTaskStore } from "../lib/stores/nats.js"
 import { PostgresTaskStore } from "../lib/stores/postgres.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import { serve } from "../plugins/serve.js"
-import { callRpc, joinedChunks, kindsOf, NATS_URL, openStream, PG_URL, resumeRpc, rpc, scriptedModel, sendStreamingRpc, waitFor } from "./helpers.js"
+import { NATS_URL, PG_URL, scriptedModel } from "./helpers.js"
+import { resumeAfterTheEnd, resumeMidAnswer } from "./resume-scenarios.js"
 
 /**
  * A stream started on one server, cut, and resumed with Last-Event-ID on
@@ -66,41 +67,11 @@ for (const [name, medium] of [
 ] as const) {
   t.test(`${name}: a stream cut on one server resumes on another with the rest exactly once`, async (t) => {
     const { model, a, b } = await twoServers(t, medium)
-    const first = await openStream(a.url, sendStreamingRpc("hi"))
-    model.say("one ")
-    model.say("two ")
-    await waitFor(() => first.messages.length >= 4, 10_000, "two chunks on A")
-    const lastId = first.ids.at(-1)!
-    const taskId = first.messages[0].result.task.id
-    first.cut()
-    model.say("three ")
-    const again = await openStream(b.url, resumeRpc(taskId), { "last-event-id": String(lastId) })
-    t.equal(again.status, 200)
-    await waitFor(() => again.messages.length >= 2, 10_000, "the Task, then the chunk said while away, through B")
-    t.match(again.messages[0].result, { task: { id: taskId } }, "the stream starts with the Task")
-    model.say("four")
-    model.end()
-    const results = (await again.done).map((m) => m.result)
-    t.same(kindsOf(results), ["task", "artifactUpdate", "artifactUpdate", "artifactUpdate", "statusUpdate"], "the missed chunk, the later ones, the end: nothing twice")
-    t.same(again.ids, [lastId, lastId + 1, lastId + 2, lastId + 3, lastId + 4], "ids go on from the last one seen")
-    t.equal(results.at(-1).statusUpdate.status.state, "TASK_STATE_COMPLETED")
-    t.equal(joinedChunks(first.messages.map((m) => m.result)) + joinedChunks(results.slice(1)), "one two three four")
+    await resumeMidAnswer(t, { model, streamUrl: a.url, resumeUrl: b.url })
   })
 
   t.test(`${name}: a Task that finished on one server replays to its end on another`, async (t) => {
     const { model, a, b } = await twoServers(t, medium)
-    const first = await openStream(a.url, sendStreamingRpc("hi"))
-    model.say("a")
-    await waitFor(() => first.messages.length >= 3, 10_000, "the first chunk")
-    const lastId = first.ids.at(-1)!
-    const taskId = first.messages[0].result.task.id
-    first.cut()
-    model.say("b")
-    model.end()
-    await waitFor(async () => (await callRpc(b.url, rpc("GetTask", { id: taskId }))).result?.status.state === "completed", 10_000, "the Task completed")
-    const again = await openStream(b.url, resumeRpc(taskId), { "last-event-id": String(lastId) })
-    const results = (await again.done).map((m) => m.result)
-    t.same(kindsOf(results), ["task", "artifactUpdate", "artifactUpdate", "statusUpdate"])
-    t.equal("a" + joinedChunks(results.slice(1)), "ab")
+    await resumeAfterTheEnd(t, { model, streamUrl: a.url, resumeUrl: b.url })
   })
 }
