@@ -362,7 +362,7 @@ export async function modelServer(
   script: Scripted[] | ((request: ModelRequest) => Scripted | Promise<Scripted>),
 ): Promise<{ url: string; requests: ModelRequest[] }> {
   const requests: ModelRequest[] = []
-  const server = createServer((req, res) => {
+  const url = await localServer(t, (req, res) => {
     let raw = ""
     req.setEncoding("utf8")
     req.on("data", (chunk: string) => (raw += chunk))
@@ -387,13 +387,19 @@ export async function modelServer(
       })
     })
   })
+  return { url, requests }
+}
+
+/** An HTTP server on 127.0.0.1 (port 0) answering with `handle`, closed with its connections when the test ends; resolves with its URL. */
+export async function localServer(t: Test, handle: http.RequestListener): Promise<string> {
+  const server = createServer(handle)
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   t.teardown(() => {
     server.closeAllConnections()
     return new Promise<void>((resolve) => server.close(() => resolve()))
   })
   const { port } = server.address() as AddressInfo
-  return { url: `http://127.0.0.1:${port}`, requests }
+  return `http://127.0.0.1:${port}`
 }
 
 /** A port nothing listens on. */

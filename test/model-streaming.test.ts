@@ -1,9 +1,8 @@
-import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http"
-import type { AddressInfo } from "node:net"
+import type { IncomingHttpHeaders, ServerResponse } from "node:http"
 import t, { type Test } from "tap"
 import { createClient, createLocalClient, type ClientOptions } from "../lib/client/client.js"
 import { createToolkit } from "../lib/tools/toolkit.js"
-import { addTool, deferred, modelServer, waitFor } from "./helpers.js"
+import { addTool, deferred, localServer, modelServer, waitFor } from "./helpers.js"
 
 /*
  * Streamed model answers (RunOptions.onText) against fake OpenAI and Anthropic
@@ -37,7 +36,7 @@ interface Answer {
 
 async function streamServer(t: Test, handle: (answer: Answer, request: Received, n: number) => void | Promise<void>) {
   const requests: Received[] = []
-  const server = createServer((req, res) => {
+  const url = await localServer(t, (req, res) => {
     let raw = ""
     req.setEncoding("utf8")
     req.on("data", (chunk: string) => (raw += chunk))
@@ -52,13 +51,7 @@ async function streamServer(t: Test, handle: (answer: Answer, request: Received,
       })
     })
   })
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
-  t.teardown(() => {
-    server.closeAllConnections()
-    return new Promise<void>((resolve) => server.close(() => resolve()))
-  })
-  const { port } = server.address() as AddressInfo
-  return { url: `http://127.0.0.1:${port}`, requests }
+  return { url, requests }
 }
 
 function answerOn(res: ServerResponse, closed: Promise<void>): Answer {
