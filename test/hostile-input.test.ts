@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto"
 import t, { type Test } from "tap"
 import { createLocalClient } from "../lib/client/client.js"
 import { serve, type ServedAgent } from "../plugins/serve.js"
-import { CLI_BIN, readSse, ROOT, waitFor } from "./helpers.js"
+import { CLI_BIN, readSse, ROOT, sseMessages, waitFor } from "./helpers.js"
 
 /**
  * Hostile input at the route: whatever arrives, the peer gets a JSON-RPC
@@ -911,11 +911,16 @@ t.test("streams over the real socket end when the echo task completes; hostile s
   const stream10 = await overSocket(srv, text(request("SendStreamingMessage", { message: { messageId: "s-10", role: "ROLE_USER", parts: [{ text: "stream" }] } })), V1)
   t.equal(answerProblem(stream10, ""), undefined, "1.0: every event is a JSON-RPC response")
   t.match(stream10.body.trim().split("\n\n").at(-1), /TASK_STATE_COMPLETED/, "1.0: the last event is the completed status")
+  const stream10Id = sseMessages(stream10.body)[0].result.task.id
   const hostile: Array<[string, string, HeaderMap]> = [
     ["a stream with bad params", text(request("SendStreamingMessage", { message: { role: "robot", parts: [] } })), JSON_TYPE],
     ["a subscription to nothing", text(request("SubscribeToTask", { id: "nope" })), V1],
     ["a subscription with a huge id", text(request("tasks/resubscribe", { id: "i".repeat(100_000) })), JSON_TYPE],
     ["a stream in a batch", `[${text(request("message/stream", { message: message03 }))}]`, JSON_TYPE],
+    ...["x", "-1", "1e3", "0x10", " 9".repeat(3000), "99999999999999999999", "1.5", "", "\u00e9"].map(
+      (id): [string, string, HeaderMap] => [`a resume from Last-Event-ID ${JSON.stringify(id.slice(0, 12))}`, text(request("SubscribeToTask", { id: "nope" })), { ...V1, "last-event-id": id }],
+    ),
+    ["a resume past the end of a finished Task", text(request("SubscribeToTask", { id: stream10Id })), { ...V1, "last-event-id": "999" }],
   ]
   for (const [what, body, headers] of hostile) {
     const answer = await overSocket(srv, body, headers)
