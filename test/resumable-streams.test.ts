@@ -3,12 +3,13 @@ import type { FastifyReply } from "fastify"
 import t, { type Test } from "tap"
 import { eventQueue, TaskEvents } from "../lib/a2a/events.js"
 import { writeEvents } from "../plugins/sse.js"
+import { createClient } from "../lib/client/client.js"
 import { FileTaskStore } from "../lib/stores/file.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import { serve } from "../plugins/serve.js"
 import { resumeAfterTheEnd, resumeMidAnswer } from "./resume-scenarios.js"
-import { callRpc, dispatcherFor as setup, joinedChunks as joined, memoryLogger, kindsOf as kinds, openStream, resumeRpc as resume, rpc, scriptedModel, sendStreamingRpc as send, tmpDir, userMessage, waitFor } from "./helpers.js"
+import { callRpc, deferred, dispatcherFor as setup, joinedChunks as joined, localServer, memoryLogger, kindsOf as kinds, openStream, resumeRpc as resume, rpc, scriptedModel, sendStreamingRpc as send, tmpDir, userMessage, waitFor } from "./helpers.js"
 
 /**
  * Token streaming over A2A and streams that resume: the model's chunks
@@ -213,4 +214,31 @@ t.test("the SSE writer drops the connection of a stream cut off, though it waits
   t.ok(destroyed, "the connection was dropped")
   t.equal(writes.length, 1, "nothing more was written")
   t.match(writes[0], /^id: 1\ndata: /, "the frame carried its id")
+})
+
+t.test("an OpenAI-style endpoint's streamed chunks reach the A2A peer as artifact updates while the model still writes", async (t) => {
+  const rest = deferred()
+  const modelUrl = await localServer(t, (req, res) => {
+    req.resume()
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "text/event-stream" })
+      const chunk = (content: string) => res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content } }] })}\n\n`)
+      chunk("Hello")
+      // The rest only once the peer has the first chunk.
+      void rest.promise.then(() => {
+        chunk(", world")
+        res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: "stop" }], usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 } })}\n\n`)
+        res.end("data: [DONE]\n\n")
+      })
+    })
+  })
+  const store = new InMemoryTaskStore()
+  const srv = await server(t, store, createClient({ baseUrl: modelUrl, style: "openai", model: "m", apiKey: "k" }))
+  const stream = await openStream(srv.url, send("hi"))
+  await waitFor(() => stream.messages.some((m) => m.result.artifactUpdate), 5000, "the first chunk at the peer")
+  t.match(stream.messages.at(-1).result.artifactUpdate, { artifact: { parts: [{ text: "Hello" }] }, lastChunk: false }, "it came before the model wrote the rest")
+  rest.resolve()
+  const results = (await stream.done).map((m) => m.result)
+  t.equal(joined(results), "Hello, world")
+  t.equal(results.at(-1).statusUpdate.status.state, "TASK_STATE_COMPLETED")
 })
