@@ -250,12 +250,22 @@ async function streamingRows() {
       { key: "ours", ...(await start("servers/toolnexus-stream.mjs", ["openai", peer.info.modelUrl])) },
       { key: "bare", ...(await start("servers/bare-relay.mjs", [peer.info.modelUrl])) },
     ]
+    // Two shapes of answer: the rest of the chunks right behind the first (the row's figure: a fast model, a few chunks
+    // reach the server together), and the first alone (the next one ALONE_GAP_MS later: the server's own path).
     const BLOCKS = 3
-    const taken = { ours: [], bare: [] }
+    const ALONE_GAP_MS = 3
+    const variants = [
+      { key: "", gapMs: 0 },
+      { key: "Alone", gapMs: ALONE_GAP_MS },
+    ]
+    const taken = Object.fromEntries(variants.flatMap((v) => relays.map((r) => [`${r.key}${v.key}`, []])))
     for (let block = 0; block < BLOCKS; block++) {
       for (const relay of block % 2 === 0 ? relays : relays.toReversed()) {
-        const samples = Math.ceil(settings.ttftSamples / BLOCKS)
-        taken[relay.key].push(await ask(peer.child, { ttft: { url: relay.info.url, samples, warmup: block === 0 ? settings.ttftWarmup : 0 } }, minutes(5)))
+        for (const variant of variants) {
+          const samples = Math.ceil(settings.ttftSamples / BLOCKS)
+          const warmup = block === 0 && variant.gapMs === 0 ? settings.ttftWarmup : 0
+          taken[`${relay.key}${variant.key}`].push(await ask(peer.child, { ttft: { url: relay.info.url, samples, warmup, gapMs: variant.gapMs } }, minutes(5)))
+        }
       }
     }
     for (const relay of relays) await stopChild(relay.child)
@@ -274,10 +284,11 @@ async function streamingRows() {
     }
     out.ttft = { ...ttftOf(taken.ours), warmup: settings.ttftWarmup, blocks: BLOCKS, firstTokenDelayMs: taken.ours[0].firstTokenDelayMs, modelChunks: taken.ours[0].modelChunks }
     out.ttftBare = ttftOf(taken.bare)
-    log(
-      `streaming: first token at the peer minus at the model: ours p50 ${out.ttft.p50Ms.toFixed(3)} ms, p99 ${out.ttft.p99Ms.toFixed(3)} ms; ` +
-        `bare relay p50 ${out.ttftBare.p50Ms.toFixed(3)} ms, p99 ${out.ttftBare.p99Ms.toFixed(3)} ms`,
-    )
+    out.ttftAlone = { ...ttftOf(taken.oursAlone), gapMs: ALONE_GAP_MS }
+    out.ttftAloneBare = ttftOf(taken.bareAlone)
+    const p50p99 = (t) => `p50 ${t.p50Ms.toFixed(3)} ms, p99 ${t.p99Ms.toFixed(3)} ms`
+    log(`streaming: first token at the peer minus at the model: ours ${p50p99(out.ttft)}; bare relay ${p50p99(out.ttftBare)}`)
+    log(`streaming: the same, the next chunk ${ALONE_GAP_MS} ms behind the first: ours ${p50p99(out.ttftAlone)}; bare relay ${p50p99(out.ttftAloneBare)}`)
 
     // 2. Events per second: ours and the SDK, the same events per Task, alternating rounds.
     const chunks = String(settings.streamChunks)

@@ -3,7 +3,7 @@
 // (servers/toolnexus-stream.mjs, servers/sdk-stream.mjs); the parent says what to do over IPC:
 //   ttft      sequential SendStreamingMessage to a toolnexus server whose model is this process's fake endpoint:
 //             per sample, when the peer got the first artifactUpdate frame minus when the model wrote its first
-//             content chunk (what the server adds to the first token)
+//             content chunk (what the server adds to the first token); gapMs spaces the second chunk from the first
 //   check     one SendStreamingMessage, parsed whole: the kinds of its events and the text its chunks join into
 //   load      C peers, each SendStreamingMessage after SendStreamingMessage on a keep-alive connection, reading the
 //             whole SSE answer; counts the frames (events) received
@@ -24,7 +24,9 @@ const FIRST_TOKEN_DELAY_MS = 5
 // ---------------------------------------------------------------------------
 // The fake model: OpenAI chat completions, streamed, one res.write per chunk.
 
-const model = { firstTokenAt: NaN, requests: 0 }
+// gapMs: 0, the chunks after the first follow it back to back (one per turn of this process's event loop), so a few
+// reach the server together with it; more, the second waits that long, so the first arrives and is relayed alone.
+const model = { firstTokenAt: NaN, requests: 0, gapMs: 0 }
 const openaiChunk = (delta, finish = null) => `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", model: "m", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`
 const modelServer = http.createServer((req, res) => {
   req.resume()
@@ -47,7 +49,8 @@ const modelServer = http.createServer((req, res) => {
           res.end("data: [DONE]\n\n")
         }
       }
-      setImmediate(next)
+      if (model.gapMs > 0) setTimeout(next, model.gapMs)
+      else setImmediate(next)
     }, FIRST_TOKEN_DELAY_MS)
   })
 })
@@ -92,7 +95,8 @@ function post(url, body, agent, onFrame, onResponse) {
 const dataOf = (frame) => JSON.parse(frame.slice(frame.indexOf("data: ") + 6))
 
 
-async function ttft({ url, samples, warmup }) {
+async function ttft({ url, samples, warmup, gapMs = 0 }) {
+  model.gapMs = gapMs
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
   const added = []
   const atPeer = []
@@ -121,7 +125,7 @@ async function ttft({ url, samples, warmup }) {
     agent.destroy()
   }
   // From the peer's request: the first token at the model (the 5 ms the fake model waits, plus the way in), and at the peer.
-  return { addedMs: added, modelFirstTokenMs: atModel, peerFirstTokenMs: atPeer, firstTokenDelayMs: FIRST_TOKEN_DELAY_MS, modelChunks: chunks.length }
+  return { addedMs: added, modelFirstTokenMs: atModel, peerFirstTokenMs: atPeer, firstTokenDelayMs: FIRST_TOKEN_DELAY_MS, modelChunks: chunks.length, gapMs }
 }
 
 /** One stream, parsed: what a peer gets, to show both servers send the same events. */
