@@ -65,6 +65,8 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
     maxTaskBytes: opts.maxTaskBytes,
     saveTransition,
     recorder,
+    // Servers sharing a store follow each other's Tasks through their logs; a store of one process needs a Task's events only once it is streamed.
+    logEveryTask: store.watch !== undefined,
     progressSaveMs: opts.progressSaveMs,
   })
   if (push) sender = new PushSender({ ...senderSettings(pushOptions), store: push.store, log, instance: runner.self.instance, signer })

@@ -242,3 +242,28 @@ t.test("an OpenAI-style endpoint's streamed chunks reach the A2A peer as artifac
   t.equal(joined(results), "Hello, world")
   t.equal(results.at(-1).statusUpdate.status.state, "TASK_STATE_COMPLETED")
 })
+
+t.test("memory store: a Task nobody streams costs no event log; one subscribed mid-run is logged from the subscription on, and resumes", async (t) => {
+  const model = scriptedModel()
+  const store = new InMemoryTaskStore()
+  const srv = await server(t, store, model.client)
+  const sent = await callRpc(srv.url, rpc("SendMessage", { message: userMessage("x"), configuration: { returnImmediately: true } }), { "a2a-version": "1.0" })
+  const taskId = sent.result.task.id
+  model.say("before ")
+  await waitFor(async () => (await callRpc(srv.url, rpc("GetTask", { id: taskId }), { "a2a-version": "1.0" })).result.status.state === "TASK_STATE_WORKING")
+  t.same(await store.events!.read(taskId, 0, 10), [], "nothing logged while no stream follows it")
+  const first = await openStream(srv.url, resume(taskId))
+  await waitFor(() => first.messages.length >= 1, 5000, "the Task")
+  const snapshotId = first.ids[0]!
+  t.ok(snapshotId >= 3, "the snapshot's id counts the events before it (created, working, a chunk)")
+  model.say("after ")
+  await waitFor(() => first.messages.length >= 2, 5000, "the chunk said once it streamed")
+  first.cut()
+  model.say("away")
+  model.end()
+  const again = await openStream(srv.url, resume(taskId), { "last-event-id": String(first.ids.at(-1)) })
+  const results = (await again.done).map((m) => m.result)
+  t.same(kinds(results), ["task", "artifactUpdate", "artifactUpdate", "statusUpdate"], "the chunk said while away, the last chunk, the end")
+  t.equal(joined(results.slice(1)), "away", "only what came after the last id")
+  t.equal((await store.events!.read(taskId, 0, 100))[0]?.position, snapshotId + 1, "the log starts after the first stream's snapshot")
+})

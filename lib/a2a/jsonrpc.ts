@@ -333,7 +333,7 @@ export class JsonRpcDispatcher {
     if (after !== undefined && log === undefined) throw cannotResume()
     return this.withStreamSlot(call, async () => {
       const live = closedOnAbort(eventQueue(this.opts.events, params.id), call.endSignal())
-      const current = this.opts.runner.current(params.id)
+      const current = this.opts.runner.streamFrom(params.id)
       try {
         const task = current?.task ?? (await this.opts.store.get(params.id))
         if (task === undefined || !isVisibleTo(task, this.ownersVisibleTo(call))) throw A2AError.taskNotFound(params.id)

@@ -8,7 +8,7 @@ import type { A2AArtifact, A2AMessage, A2ATask, TaskState } from "../types.js"
 import { TERMINAL_STATES } from "../types.js"
 import { agentMessage, earlierTurns, promptFrom } from "./conversation.js"
 import { A2AError, ErrorCode, truncate } from "./errors.js"
-import { artifactEvent, eventQueue, statusEvent, type EventQueue, type TaskEvent, type TaskEvents } from "./events.js"
+import { artifactEvent, eventQueue, statusEvent, type EventQueue, type PositionedEvent, type TaskEvent, type TaskEvents } from "./events.js"
 import type { EventRecorder } from "./event-recorder.js"
 import { DEFAULT_MAX_TASK_BYTES, jsonBytes, jsonBytesAtMost } from "./task-size.js"
 import { currentRunner, internalsOf, ownersVisibleTo, positionOf, retireRunner, withInternals, withPosition, type RunnerId } from "../internals.js"
@@ -32,6 +32,12 @@ interface TaskRunnerOptions {
   saveTransition?: SaveTransition
   /** Writes the events streams are sent to the store's event log (when it has one), so a dropped stream can resume. */
   recorder?: EventRecorder
+  /**
+   * Every Task's events go to the log: for a store other servers share (one with `watch`), whose
+   * servers follow each other's Tasks through it. Otherwise only a Task's events from the first
+   * stream of it on: the only ones a peer can ask for again (it resumes after an id it was sent).
+   */
+  logEveryTask?: boolean
   /** While the model writes, the answer so far is saved at most this often, so GetTask shows it (default 250 ms; 0: after every chunk). */
   progressSaveMs?: number
 }
@@ -113,6 +119,8 @@ interface Running {
   progress?: { timer?: NodeJS.Timeout; saving?: Promise<void> }
   /** When the answer so far was last saved (performance.now()). */
   progressSavedAt: number
+  /** Its events go to the event log: every Task's do (logEveryTask), or a stream follows it. */
+  logged: boolean
 }
 
 /** ISO-8601 UTC now; formatted once per millisecond, as a busy server asks many times in one (3% of SendMessage CPU). */
@@ -190,14 +198,16 @@ export class TaskRunner {
   }
 
   /**
-   * The Task as it stands now, when it runs here: the answer streamed so far
-   * as its artifact, and the position of its last event. Taken in the same
-   * tick as a subscription to its events, it is the exact point that
-   * subscription continues from.
+   * For a stream of a Task running here: the Task as it stands now (the
+   * answer streamed so far as its artifact) and the position of its last
+   * event; from now on its events go to the event log, so the stream can be
+   * resumed. Taken in the same tick as a subscription to its events, it is
+   * the exact point that subscription continues from.
    */
-  current(id: string): CurrentTask | undefined {
+  streamFrom(id: string): CurrentTask | undefined {
     const record = this.running.get(id)
     if (record === undefined) return undefined
+    record.logged = this.opts.recorder !== undefined
     return { task: this.withAnswerSoFar(record), position: record.position }
   }
 
@@ -222,9 +232,10 @@ export class TaskRunner {
       throw err
     }
     this.logTransition(task)
-    this.opts.recorder?.record({ position: 1, event: statusEvent(task) })
     // A new context has no earlier turns to look up.
-    return this.launch(task, bytes, opts, incoming.contextId !== undefined)
+    const started = this.launch(task, bytes, opts, incoming.contextId !== undefined)
+    this.record(this.running.get(id), { position: 1, event: statusEvent(task) })
+    return started
   }
 
   /**
@@ -269,7 +280,7 @@ export class TaskRunner {
     }
     this.logTransition(resumed)
     const started = this.schedule(record, opts)
-    this.opts.recorder?.record({ position, event: statusEvent(resumed) })
+    this.record(record, { position, event: statusEvent(resumed) })
     return started
   }
 
@@ -322,8 +333,8 @@ export class TaskRunner {
       throw new A2AError(ErrorCode.TaskNotCancelable, `Task ${truncate(id)} was ${err.stored.status.state} meanwhile and cannot be canceled`, { taskId: truncate(id) })
     }
     this.logTransition(canceled)
-    this.publish(position, statusEvent(canceled))
-    this.opts.recorder?.ended(id)
+    this.publish(undefined, position, statusEvent(canceled))
+    if (this.opts.logEveryTask) this.opts.recorder?.ended(id)
     return canceled
   }
 
@@ -404,6 +415,7 @@ export class TaskRunner {
       unscheduled: true,
       position: positionOf(task),
       progressSavedAt: 0,
+      logged: this.opts.recorder !== undefined && (this.opts.logEveryTask === true || opts.watch === true),
       settled: new Promise((resolve) => (resolveSettled = resolve)),
       settle: () => {
         if (this.running.get(task.id) === record) this.running.delete(task.id)
@@ -601,7 +613,7 @@ export class TaskRunner {
     streamed.text += delta
     const artifact: A2AArtifact = { artifactId: streamed.artifactId, name: "answer", parts: [{ kind: "text", text: delta }] }
     const task = record.task
-    this.publish(++record.position, { type: "artifact", taskId: task.id, contextId: task.contextId, artifact, append, lastChunk: false })
+    this.publish(record, ++record.position, { type: "artifact", taskId: task.id, contextId: task.contextId, artifact, append, lastChunk: false })
     this.scheduleProgress(record)
   }
 
@@ -701,15 +713,19 @@ export class TaskRunner {
   /** Logs a saved state and sends its events (the artifact first) to the Task's streams and its event log, positions after the record's. */
   private published(record: Running, task: A2ATask, events: TaskEvent[]): void {
     this.logTransition(task)
-    for (const event of events) this.publish(++record.position, event)
-    if (isTerminal(task.status.state)) this.opts.recorder?.ended(task.id)
+    for (const event of events) this.publish(record, ++record.position, event)
+    if (isTerminal(task.status.state) && record.logged) this.opts.recorder?.ended(task.id)
   }
 
-  /** One event to the Task's streams here and to its event log. */
-  private publish(position: number, event: TaskEvent): void {
+  /** One event to the Task's streams here, and to its event log when its events go there (`record` undefined: a Task not running here). */
+  private publish(record: Running | undefined, position: number, event: TaskEvent): void {
     const positioned = { position, event }
     this.opts.events.publish(positioned)
-    this.opts.recorder?.record(positioned)
+    this.record(record, positioned)
+  }
+
+  private record(record: Running | undefined, event: PositionedEvent): void {
+    if (record === undefined ? this.opts.logEveryTask : record.logged) this.opts.recorder?.record(event)
   }
 
   /** The last position of a Task not running here: what its stored state reflects, or what its log holds past that (another server's events). */
