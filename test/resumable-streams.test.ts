@@ -251,7 +251,7 @@ t.test("memory store: a Task nobody streams costs no event log; one subscribed m
   const taskId = sent.result.task.id
   model.say("before ")
   await waitFor(async () => (await callRpc(srv.url, rpc("GetTask", { id: taskId }), { "a2a-version": "1.0" })).result.status.state === "TASK_STATE_WORKING")
-  t.same(await store.events!.read(taskId, 0, 10), [], "nothing logged while no stream follows it")
+  t.same(await store.events.read(taskId, 0, 10), [], "nothing logged while no stream follows it")
   const first = await openStream(srv.url, resume(taskId))
   await waitFor(() => first.messages.length >= 1, 5000, "the Task")
   const snapshotId = first.ids[0]!
@@ -265,5 +265,5 @@ t.test("memory store: a Task nobody streams costs no event log; one subscribed m
   const results = (await again.done).map((m) => m.result)
   t.same(kinds(results), ["task", "artifactUpdate", "artifactUpdate", "statusUpdate"], "the chunk said while away, the last chunk, the end")
   t.equal(joined(results.slice(1)), "away", "only what came after the last id")
-  t.equal((await store.events!.read(taskId, 0, 100))[0]?.position, snapshotId + 1, "the log starts after the first stream's snapshot")
+  t.equal((await store.events.read(taskId, 0, 100))[0]?.position, snapshotId + 1, "the log starts after the first stream's snapshot")
 })

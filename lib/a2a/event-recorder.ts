@@ -43,7 +43,7 @@ export class EventRecorder {
   /** Queues a published event for the log. */
   record({ position, event }: PositionedEvent): void {
     this.pendingOf(event.taskId).waiting.push({ position, event })
-    this.timer ??= setTimeout(() => this.writeAll(), BATCH_MS).unref()
+    this.timer ??= setTimeout(() => void this.writeAll(), BATCH_MS).unref()
   }
 
   /** The Task reached a terminal state: once its events are written, its log's retention starts. */
