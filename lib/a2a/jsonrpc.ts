@@ -464,7 +464,11 @@ async function* releasedAtEnd<T>(stream: AsyncIterable<T>, release: ReleaseSlot)
  */
 async function* responses(id: JsonRpcId, codec: WireCodec, stream: AsyncIterable<StreamItem>, call: Call): AsyncIterable<StreamFrame> {
   try {
-    for await (const item of stream) yield { ...(item.id !== undefined && { id: item.id }), response: { jsonrpc: "2.0", id, result: item.result } }
+    // No object spread here: it is per event, and slow on Node 20 (see lib/objects.ts).
+    for await (const item of stream) {
+      const response: JsonRpcResponse = { jsonrpc: "2.0", id, result: item.result }
+      yield item.id === undefined ? { response } : { id: item.id, response }
+    }
   } catch (err) {
     if (err instanceof A2AError) {
       yield { response: { jsonrpc: "2.0", id, error: codec.error(err) } }
