@@ -10,7 +10,9 @@ import { agentMessage, earlierTurns, promptFrom } from "./conversation.js"
 import { A2AError, ErrorCode, truncate } from "./errors.js"
 import { artifactEvent, eventQueue, statusEvent, type EventQueue, type PositionedEvent, type TaskEvent, type TaskEvents } from "./events.js"
 import type { EventRecorder } from "./event-recorder.js"
-import { DEFAULT_MAX_TASK_BYTES, jsonBytes, jsonBytesAtMost } from "./task-size.js"
+import { ProgressSaves } from "./progress-saves.js"
+import { StreamedAnswer } from "./streamed-answer.js"
+import { DEFAULT_MAX_TASK_BYTES, jsonBytes, jsonBytesAtMost, jsonBytesAtMostOf } from "./task-size.js"
 import { currentRunner, internalsOf, ownersVisibleTo, positionOf, retireRunner, withInternals, withPosition, type RunnerId } from "../internals.js"
 import { copyWith } from "../objects.js"
 import { MAX_TIMER_MS } from "../duration.js"
@@ -75,13 +77,6 @@ export interface CurrentTask {
   position: number
 }
 
-/** The answer being streamed: the artifact its chunks build, for the turn that writes it. */
-interface StreamedAnswer {
-  artifactId: string
-  /** The model turn whose text this is: a later turn's first chunk starts the artifact anew. */
-  turn: number
-  text: string
-}
 
 /** A final save that failed, waiting for its next try. */
 interface PendingFinalSave {
@@ -102,7 +97,7 @@ interface Running {
   controller: AbortController
   /** Set once the run's last state is being written: nothing is saved after it. */
   finished: boolean
-  /** The Task's size when launched, in UTF-8 bytes of its JSON. */
+  /** The Task's size when launched, in UTF-8 bytes of its JSON, or a bound above it (see bytesOf). */
   bytes: number
   lookUpContext: boolean
   /** Whose earlier Tasks of the context the model may see (undefined: everyone's, without authentication). */
@@ -113,12 +108,10 @@ interface Running {
   settle: () => void
   /** The position of the last event published (0: none yet). */
   position: number
-  /** The answer streamed so far, while the model writes it. */
-  streamed?: StreamedAnswer
-  /** A save of the answer so far, waiting for its time or under way. */
-  progress?: { timer?: NodeJS.Timeout; saving?: Promise<void> }
-  /** When the answer so far was last saved (performance.now()). */
-  progressSavedAt: number
+  /** The answer the model streams, from its first chunk on. */
+  answer?: StreamedAnswer
+  /** Saves of the answer so far, from its first chunk on. */
+  progress?: ProgressSaves
   /** Its events go to the event log: every Task's do (logEveryTask), or a stream follows it. */
   logged: boolean
 }
@@ -220,7 +213,7 @@ export class TaskRunner {
     const fresh: A2ATask = { id, contextId, kind: "task", status: { state: "submitted", timestamp: now() }, history: [message] }
     // Its first event, the Task's creation, is position 1 of its log.
     const task = withInternals(fresh, { principal: opts.principal, runner: this.self, events: 1 })
-    const bytes = jsonBytes(task)
+    const bytes = this.bytesOf(task)
     if (bytes > this.maxTaskBytes) {
       throw this.tooLarge(`params.message makes a Task of ${bytes} bytes`, "send a smaller message, or split it over several tasks")
     }
@@ -234,7 +227,7 @@ export class TaskRunner {
     this.logTransition(task)
     // A new context has no earlier turns to look up.
     const started = this.launch(task, bytes, opts, incoming.contextId !== undefined)
-    this.record(this.running.get(id), { position: 1, event: statusEvent(task) })
+    this.toLog(this.running.get(id), { position: 1, event: statusEvent(task) })
     return started
   }
 
@@ -253,7 +246,7 @@ export class TaskRunner {
       // An unowned Task continued by the principal it was given to (auth.unownedTasksBelongTo) becomes that principal's.
       { ...internalsOf(task), principal: internalsOf(task).principal ?? opts.principal, runner: this.self },
     )
-    const bytes = jsonBytes(resumed)
+    const bytes = this.bytesOf(resumed)
     if (bytes > this.maxTaskBytes) {
       throw this.tooLarge(
         `params.message would grow task ${truncate(task.id)} to ${bytes} bytes`,
@@ -280,8 +273,19 @@ export class TaskRunner {
     }
     this.logTransition(resumed)
     const started = this.schedule(record, opts)
-    this.record(record, { position, event: statusEvent(resumed) })
+    this.toLog(record, { position, event: statusEvent(resumed) })
     return started
+  }
+
+  /**
+   * A Task's size for the limit: a bound from a walk when that is within
+   * maxTaskBytes (the exact size is then too), else the exact size. The
+   * later checks against the size treat it as a bound, and measure exactly
+   * when it is close.
+   */
+  private bytesOf(task: A2ATask): number {
+    const bound = jsonBytesAtMostOf(task, this.maxTaskBytes)
+    return bound <= this.maxTaskBytes ? bound : jsonBytes(task)
   }
 
   /** The peer's message would make a Task past maxTaskBytes: -32602 naming the limit. */
@@ -414,7 +418,6 @@ export class TaskRunner {
       historyOwners: opts.historyOwners ?? ownersVisibleTo(opts.principal),
       unscheduled: true,
       position: positionOf(task),
-      progressSavedAt: 0,
       logged: this.opts.recorder !== undefined && (this.opts.logEveryTask === true || opts.watch === true),
       settled: new Promise((resolve) => (resolveSettled = resolve)),
       settle: () => {
@@ -467,7 +470,7 @@ export class TaskRunner {
       const onText = (delta: string, info: TextInfo) => info.whole || this.streamText(record, delta, info.turn)
       const result = await client.run(prompt, { toolkit, signal: record.controller.signal, history, onText })
       if (record.finished) return
-      await this.progressSettled(record)
+      await record.progress?.settled()
       if (record.finished) return
       const answer = agentMessage(record.task, result.text)
       const history2 = [...(record.task.history ?? []), answer]
@@ -477,13 +480,13 @@ export class TaskRunner {
         await (tooBig ? this.finish(record, "failed", tooBig) : this.finish(record, "input-required", undefined, extra))
         return
       }
-      const artifact: A2AArtifact = { artifactId: record.streamed?.artifactId ?? randomUUID(), name: "answer", parts: [{ kind: "text", text: result.text }] }
+      const artifact: A2AArtifact = { artifactId: record.answer?.artifactId ?? randomUUID(), name: "answer", parts: [{ kind: "text", text: result.text }] }
       const extra = { history: history2, artifacts: [...(record.task.artifacts ?? []), artifact] }
       const tooBig = this.answerTooBig(record, result.text, extra)
       await (tooBig ? this.finish(record, "failed", tooBig) : this.finish(record, "completed", undefined, extra, artifact))
     } catch (err) {
       if (record.finished) return
-      await this.progressSettled(record)
+      await record.progress?.settled()
       if (record.finished) return
       const reason = record.controller.signal.aborted ? String((record.controller.signal.reason as Error)?.message ?? "aborted") : describeError(err)
       this.opts.log.warn({ taskId: record.task.id, ...errorFields(err) }, "task failed")
@@ -519,7 +522,7 @@ export class TaskRunner {
   ): Promise<boolean> {
     if (record.finished) return false
     record.finished = true
-    this.stopProgress(record)
+    record.progress?.stop()
     const status = { state, timestamp: now(), ...(statusText ? { message: agentMessage(record.task, statusText) } : {}) }
     const final: A2ATask = copyWith(record.task, { status, ...extra })
     try {
@@ -585,59 +588,26 @@ export class TaskRunner {
     this.published(record, positioned, events)
   }
 
-  /**
-   * What a state change sends: its status, after the artifact it adds. An
-   * answer whose chunks were streamed ends with an empty last chunk (what
-   * was streamed is the whole text: nothing is sent twice); one streamed
-   * differently from the final text (a model that changed its mind) is sent whole, anew.
-   */
+  /** What a state change sends: its status, after the artifact it adds (a streamed answer's end, when it was streamed). */
   private transitionEvents(record: Running, task: A2ATask, artifact: A2AArtifact | undefined): TaskEvent[] {
     const status = statusEvent(task)
     if (artifact === undefined) return [status]
-    const streamed = record.streamed
-    const text = artifact.parts.length === 1 && artifact.parts[0].kind === "text" ? artifact.parts[0].text : undefined
-    if (streamed !== undefined && streamed.artifactId === artifact.artifactId && streamed.text === text) {
-      const closing: A2AArtifact = { artifactId: artifact.artifactId, name: artifact.name, parts: [{ kind: "text", text: "" }] }
-      return [{ type: "artifact", taskId: task.id, contextId: task.contextId, artifact: closing, append: true, lastChunk: true }, status]
-    }
-    return [artifactEvent(task, artifact), status]
+    return [record.answer === undefined ? artifactEvent(task, artifact) : record.answer.end(task, artifact), status]
   }
 
   /** A chunk of the model's answer: sent to the Task's streams at once, its text so far saved now and then. */
   private streamText(record: Running, delta: string, turn: number): void {
     if (record.finished || typeof delta !== "string" || delta === "") return
-    let streamed = record.streamed
-    // A later turn (after tool calls) writes the answer anew: its first chunk replaces what the earlier turn said.
-    const append = streamed !== undefined && streamed.turn === turn
-    if (streamed === undefined || !append) record.streamed = streamed = { artifactId: streamed?.artifactId ?? randomUUID(), turn, text: "" }
-    streamed.text += delta
-    const artifact: A2AArtifact = { artifactId: streamed.artifactId, name: "answer", parts: [{ kind: "text", text: delta }] }
-    const task = record.task
-    this.publish(record, ++record.position, { type: "artifact", taskId: task.id, contextId: task.contextId, artifact, append, lastChunk: false })
-    this.scheduleProgress(record)
+    record.answer ??= new StreamedAnswer()
+    this.publish(record, ++record.position, record.answer.chunk(record.task, delta, turn))
+    record.progress ??= new ProgressSaves(this.progressSaveMs, () => this.saveProgress(record))
+    record.progress.schedule()
   }
 
-  /** The Task with the answer streamed so far as its last artifact. */
+  /** The Task with the answer streamed so far as its last artifact, and the position of its last event. */
   private withAnswerSoFar(record: Running): A2ATask {
-    const { task, streamed } = record
-    if (streamed === undefined || record.finished) return withPosition(task, record.position)
-    const soFar: A2AArtifact = { artifactId: streamed.artifactId, name: "answer", parts: [{ kind: "text", text: streamed.text }] }
-    return withPosition(copyWith(task, { artifacts: [...(task.artifacts ?? []), soFar] }), record.position)
-  }
-
-  /** A save of the answer so far, progressSaveMs after the last one; one at a time, none once the run finished. */
-  private scheduleProgress(record: Running): void {
-    if (record.progress !== undefined) return
-    const progress: NonNullable<Running["progress"]> = {}
-    record.progress = progress
-    const wait = Math.max(0, record.progressSavedAt + this.progressSaveMs - performance.now())
-    progress.timer = setTimeout(() => {
-      progress.timer = undefined
-      progress.saving = this.saveProgress(record).finally(() => {
-        if (record.progress === progress) record.progress = undefined
-      })
-    }, wait)
-    progress.timer.unref()
+    const task = record.answer === undefined || record.finished ? record.task : record.answer.soFar(record.task)
+    return withPosition(task, record.position)
   }
 
   /**
@@ -648,29 +618,14 @@ export class TaskRunner {
   private async saveProgress(record: Running): Promise<void> {
     if (record.finished) return
     const snapshot = this.withAnswerSoFar(record)
-    record.progressSavedAt = performance.now()
-    if (record.bytes + 2 * jsonBytesAtMost(record.streamed?.text ?? "") + FINAL_STATE_MARGIN_BYTES > this.maxTaskBytes) return
+    const roomy = record.bytes + 2 * jsonBytesAtMost(record.answer?.soFarText ?? "") + FINAL_STATE_MARGIN_BYTES <= this.maxTaskBytes
+    if (!roomy && jsonBytes(snapshot) > this.maxTaskBytes) return
     try {
       await this.opts.store.save(snapshot)
     } catch (err) {
       if (err instanceof TaskConflictError) this.endedElsewhere(record, err.stored)
       else this.opts.log.warn({ taskId: record.task.id, ...errorFields(err) }, "could not save the answer so far; the final save will hold it")
     }
-  }
-
-  /** No more saves of the answer so far: the one waiting is dropped. */
-  private stopProgress(record: Running): void {
-    if (record.progress?.timer !== undefined) {
-      clearTimeout(record.progress.timer)
-      record.progress = undefined
-    }
-  }
-
-  /** Waits for a save of the answer so far that is under way (one waiting is dropped), so the final save lands after it. */
-  private async progressSettled(record: Running): Promise<void> {
-    const saving = record.progress?.saving
-    this.stopProgress(record)
-    if (saving !== undefined) await saving
   }
 
   /**
@@ -701,7 +656,7 @@ export class TaskRunner {
   private endedElsewhere(record: Running, stored: A2ATask): void {
     if (record.finished) return
     record.finished = true
-    this.stopProgress(record)
+    record.progress?.stop()
     record.controller.abort(new Error(`the task was ${stored.status.state} by another server`))
     record.task = stored
     this.opts.log.info({ taskId: stored.id, state: stored.status.state }, "task finished by another server; its run here stopped")
@@ -721,10 +676,11 @@ export class TaskRunner {
   private publish(record: Running | undefined, position: number, event: TaskEvent): void {
     const positioned = { position, event }
     this.opts.events.publish(positioned)
-    this.record(record, positioned)
+    this.toLog(record, positioned)
   }
 
-  private record(record: Running | undefined, event: PositionedEvent): void {
+  /** Sends an event to the event log, when the Task's events go there. */
+  private toLog(record: Running | undefined, event: PositionedEvent): void {
     if (record === undefined ? this.opts.logEveryTask : record.logged) this.opts.recorder?.record(event)
   }
 
