@@ -12,7 +12,11 @@ import { pushAllowList, senderSettings } from "../lib/push/options.js"
 import { PushSender } from "../lib/push/sender.js"
 import { createPushSigner, type Jwks } from "../lib/push/signer.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
+import type { A2ATask } from "../lib/types.js"
 import { CLOSE_MARGIN_MS, DEFAULT_SHUTDOWN_GRACE_MS, graceWithin, openStore, type ToolnexusA2AOptions } from "./options.js"
+
+/** How long a stop waits for the last stream events to reach the event log: within the margin a close keeps beside the grace (CLOSE_MARGIN_MS). */
+const RECORDER_IDLE_MS = 500
 
 /** The agent's moving parts for one registration, and the three hooks that start and stop them in order. */
 interface Agent {
@@ -65,15 +69,18 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
     maxTaskBytes: opts.maxTaskBytes,
     saveTransition,
     recorder,
-    // Servers sharing a store follow each other's Tasks through their logs; a store of one process needs a Task's events only once it is streamed.
-    logEveryTask: store.watch !== undefined,
     progressSaveMs: opts.progressSaveMs,
   })
   if (push) sender = new PushSender({ ...senderSettings(pushOptions), store: push.store, log, instance: runner.self.instance, signer })
   const follower = new StoreFollower({ store, runner, log, recorder })
   const streams = new StreamSlots({ maxStreams: opts.maxStreams, maxStreamsPerPrincipal: opts.maxStreamsPerPrincipal })
   const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower, streams, unownedTasksBelongTo: opts.auth?.unownedTasksBelongTo, push, recorder })
-  const recovery = new RecoveryService({ store, self: runner.self, log, leaseTtlMs: opts.leaseTtlMs, checkIntervalMs: opts.recoveryIntervalMs, saveTransition })
+  // A recovered Task is over: its log (events its dead server wrote) goes after the retention, like any finished Task's.
+  const saveRecovered = async (task: A2ATask) => {
+    await saveTransition(task)
+    recorder?.ended(task.id)
+  }
+  const recovery = new RecoveryService({ store, self: runner.self, log, leaseTtlMs: opts.leaseTtlMs, checkIntervalMs: opts.recoveryIntervalMs, saveTransition: saveRecovered })
   const closing = new AbortController()
   return {
     store,
@@ -89,6 +96,8 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
     // A preClose hook, so blocking requests waiting on a task end before the server waits on them.
     preClose: async () => {
       await runner.stop(graceMs)
+      // The last events in the log before streams end: a peer resuming on another server finds them.
+      await recorder?.idle(RECORDER_IDLE_MS)
       closing.abort()
     },
     onClose: async () => {
@@ -96,8 +105,8 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
       await follower.close()
       // After the runner's last saves (preClose), which it has been sending; before the store closes under it.
       await sender?.stop()
-      // The runner's last events reach the log before the store closes.
-      await recorder?.idle()
+      // Anything recorded since (nothing, normally) reaches the log before the store closes.
+      await recorder?.idle(RECORDER_IDLE_MS)
       if (ownsStore) await store.close?.()
     },
   }

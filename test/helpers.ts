@@ -305,7 +305,7 @@ export function dispatcherFor(respond: ModelFunction | Client = () => "DONE", st
   const events = new TaskEvents()
   // As the plugin does: events go to the store's log when it has one.
   const recorder = store.events === undefined ? undefined : new EventRecorder(store.events, log)
-  const runner = new TaskRunner({ store, client, log, events, recorder, logEveryTask: store.watch !== undefined })
+  const runner = new TaskRunner({ store, client, log, events, recorder })
   const dispatcher = new JsonRpcDispatcher({ store, runner, events, recorder, follower: new StoreFollower({ store, runner, log, recorder }) })
   const call = async (body: unknown, version?: string) => answerOf(await dispatcher.dispatch(body, { log, version }))
   return { store, log, events, runner, dispatcher, recorder, call }

@@ -127,12 +127,14 @@ t.test("Last-Event-ID that is not a position, or past the Task's last event, is 
 
 t.test("a Last-Event-ID older than the log keeps is told to re-read the Task", async (t) => {
   const model = scriptedModel()
-  const store = new InMemoryTaskStore({ eventRetentionMs: 0 })
+  const store = new InMemoryTaskStore({ eventRetentionMs: 300 })
   const srv = await server(t, store, model.client)
   model.say("x")
   model.end()
   const first = await openStream(srv.url, send("hi"))
   const taskId = (await first.done)[0].result.task.id
+  // Written (in the background, batched), then gone once its retention passed.
+  await waitFor(async () => (await store.events.read(taskId, 0, 10)).length > 0, 15_000, "the Task's events in the log")
   await waitFor(async () => (await store.events.read(taskId, 0, 10)).length === 0, 15_000, "the ended Task's log to go")
   const answer = await callRpc(srv.url, resume(taskId), { "a2a-version": "1.0", "last-event-id": "1" })
   t.match(answer.error, { code: -32602, message: /no longer kept; read the task with GetTask/ })

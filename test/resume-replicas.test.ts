@@ -7,7 +7,8 @@ import { NatsTaskStore } from "../lib/stores/nats.js"
 import { PostgresTaskStore } from "../lib/stores/postgres.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import { serve } from "../plugins/serve.js"
-import { NATS_URL, PG_URL, scriptedModel } from "./helpers.js"
+import { FileTaskStore } from "../lib/stores/file.js"
+import { callRpc, joinedChunks, NATS_URL, openStream, PG_URL, resumeRpc, rpc, scriptedModel, sendStreamingRpc, tmpDir, userMessage, waitFor } from "./helpers.js"
 import { resumeAfterTheEnd, resumeMidAnswer } from "./resume-scenarios.js"
 
 /**
@@ -50,20 +51,28 @@ const nats: Medium = async (t) => {
   return [stores[0], stores[1]]
 }
 
+const file: Medium = async (t) => {
+  const dir = tmpDir(t)
+  return [new FileTaskStore(dir), new FileTaskStore(dir)]
+}
+
 async function twoServers(t: Test, medium: Medium) {
   const [storeA, storeB] = await medium(t)
   const model = scriptedModel()
-  const a = await serve("127.0.0.1:0", { client: model.client, a2a: { store: storeA }, logger: false })
+  // No save of the answer so far while the test runs: the stored Task lags the stream, and B must go by the log.
+  const a = await serve("127.0.0.1:0", { client: model.client, a2a: { store: storeA, progressSaveMs: 600_000 }, logger: false })
   t.teardown(() => a.stop())
   // B never runs this Task: a model that would fail the test if it were asked.
   const b = await serve("127.0.0.1:0", { client: createLocalClient(() => "B must not run it"), a2a: { store: storeB }, logger: false })
   t.teardown(() => b.stop())
-  return { model, a, b }
+  return { model, a, b, storeB }
 }
 
-for (const [name, medium] of [
-  ["Postgres", postgres],
-  ["NATS", nats],
+for (const [name, medium, watches] of [
+  ["Postgres", postgres, true],
+  ["NATS", nats, true],
+  // Two servers on one directory: streams resume and follow across them, but a running server is not told of another's cancel (no watch).
+  ["file store shared by two servers", file, false],
 ] as const) {
   t.test(`${name}: a stream cut on one server resumes on another with the rest exactly once`, async (t) => {
     const { model, a, b } = await twoServers(t, medium)
@@ -73,5 +82,40 @@ for (const [name, medium] of [
   t.test(`${name}: a Task that finished on one server replays to its end on another`, async (t) => {
     const { model, a, b } = await twoServers(t, medium)
     await resumeAfterTheEnd(t, { model, streamUrl: a.url, resumeUrl: b.url })
+  })
+
+  t.test(`${name}: a Task sent to one server without a stream is followed on another, chunks included`, async (t) => {
+    const { model, a, b } = await twoServers(t, medium)
+    const sent = await callRpc(a.url, rpc("SendMessage", { message: userMessage("x"), configuration: { returnImmediately: true } }), { "a2a-version": "1.0" })
+    const taskId = sent.result.task.id
+    model.say("seen ")
+    const follow = await openStream(b.url, resumeRpc(taskId))
+    await waitFor(() => follow.messages.length >= 1, 10_000, "B's first frame")
+    model.say("afar")
+    model.end()
+    const results = (await follow.done).map((m) => m.result)
+    t.equal(results.at(-1).statusUpdate.status.state, "TASK_STATE_COMPLETED")
+    // B's first frame is the Task as stored (the answer so far, if a save of it landed), then every chunk after it.
+    const stored: string = results[0].task.artifacts?.[0]?.parts?.[0]?.text ?? ""
+    t.equal(stored + joinedChunks(results), "seen afar", "the first frame and the chunks after it make the answer")
+  })
+
+  if (watches) t.test(`${name}: a cancel on another server ends the stream with its status, once, under a new id, and the log has it`, async (t) => {
+    const { model, a, b, storeB } = await twoServers(t, medium)
+    const stream = await openStream(a.url, sendStreamingRpc("hi"))
+    model.say("one ")
+    await waitFor(() => stream.messages.length >= 3, 10_000, "a chunk")
+    const taskId = stream.messages[0].result.task.id
+    const canceled = await callRpc(b.url, rpc("CancelTask", { id: taskId }), { "a2a-version": "1.0" })
+    t.equal(canceled.result?.status.state, "TASK_STATE_CANCELED")
+    const results = (await stream.done).map((m) => m.result)
+    t.equal(results.at(-1).statusUpdate?.status.state, "TASK_STATE_CANCELED", "A's stream ends canceled")
+    t.equal(new Set(stream.ids).size, stream.ids.length, "no id twice")
+    const lastId = stream.ids.at(-1)!
+    await waitFor(async () => (await storeB.events!.lastPosition(taskId)) >= lastId, 10_000, "A's log to hold the end it logged on seeing the cancel")
+    const again = await openStream(b.url, resumeRpc(taskId), { "last-event-id": String(lastId - 1) })
+    const replayed = (await again.done).map((m) => m.result)
+    t.equal(replayed.at(-1).statusUpdate?.status.state, "TASK_STATE_CANCELED", "a resume on B replays the canceled status from the log")
+    model.end()
   })
 }

@@ -64,4 +64,8 @@ export async function resumeAfterTheEnd(t: Test, { model, streamUrl, resumeUrl }
   t.same(kindsOf(results), ["task", "artifactUpdate", "artifactUpdate", "statusUpdate"])
   t.equal(results.at(-1).statusUpdate.status.state, "TASK_STATE_COMPLETED")
   t.equal("a" + joinedChunks(results.slice(1)), "ab")
+  const endId = again.ids.at(-1)!
+  const atTheEnd = await openStream(resumeUrl, resumeRpc(taskId), { "last-event-id": String(endId) })
+  t.same(kindsOf((await atTheEnd.done).map((m) => m.result)), ["task"], "resumed from the final event itself: the Task alone, nothing again")
+  t.same(atTheEnd.ids, [endId])
 }

@@ -4,8 +4,12 @@ import type { PositionedEvent } from "./events.js"
 
 /** Tries of one batch before its events are given up (a resumer past them is told to re-read the Task). */
 const APPEND_ATTEMPTS = 5
+/** One append that has not settled by then counts as failed (a store that hangs must not hold the Task's events for ever). */
+const APPEND_TIMEOUT_MS = 10_000
 /** Events in one append at most: a burst of chunks is written in a few calls, not one huge one. */
 const MAX_BATCH = 500
+/** Events of one Task waiting for a store that is down or slow, at most: past it the oldest are given up. */
+const MAX_WAITING = 20_000
 /**
  * How long events wait to be written with the ones that follow: a Task that
  * runs through its states within it costs one append, not one per state (on
@@ -17,9 +21,14 @@ export const BATCH_MS = 10
 /** A Task's events waiting for the log, and the append under way. */
 interface Pending {
   waiting: LoggedEvent[]
+  /** The highest position queued, and the highest written (or given up). */
+  queued: number
+  written: number
+  /** Readers waiting for the events up to a position to be written. */
+  readers: Array<{ upTo: number; resolve: () => void }>
   /** The Task reached a terminal state: once its events are written, its log's retention starts. */
   ended: boolean
-  /** Writing what waits, until nothing does; settles once it is all in the log (or given up). */
+  /** Writing what waits, until nothing does. */
   writing?: Promise<void>
 }
 
@@ -34,15 +43,22 @@ interface Pending {
 export class EventRecorder {
   private readonly pending = new Map<string, Pending>()
   private timer: NodeJS.Timeout | undefined
+  /** Every Task's events are written: other processes read the log (EventLog.shared). */
+  readonly everyTask: boolean
 
   constructor(
     private readonly log: EventLog,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.everyTask = log.shared !== false
+  }
 
   /** Queues a published event for the log. */
   record({ position, event }: PositionedEvent): void {
-    this.pendingOf(event.taskId).waiting.push({ position, event })
+    const pending = this.pendingOf(event.taskId)
+    if (pending.waiting.length >= MAX_WAITING) this.giveUp(event.taskId, pending, pending.waiting.splice(0, MAX_BATCH), "the store is too slow to keep up")
+    pending.waiting.push({ position, event })
+    pending.queued = position
     this.timer ??= setTimeout(() => void this.writeAll(), BATCH_MS).unref()
   }
 
@@ -53,20 +69,27 @@ export class EventRecorder {
     else this.markEnded(taskId)
   }
 
-  /** Writes the Task's waiting events now; resolves once every one recorded so far is in the log (or given up). Never rejects. */
+  /** Writes the Task's waiting events now; resolves once every one recorded so far is in the log (or given up), not those recorded later. Never rejects. */
   flushed(taskId: string): Promise<void> {
     const pending = this.pending.get(taskId)
-    return pending === undefined ? Promise.resolve() : this.write(taskId, pending)
+    if (pending === undefined || pending.written >= pending.queued) return Promise.resolve()
+    const written = new Promise<void>((resolve) => pending.readers.push({ upTo: pending.queued, resolve }))
+    void this.write(taskId, pending)
+    return written
   }
 
-  /** Writes everything waiting now, and resolves once it is written: for a clean stop. */
-  async idle(): Promise<void> {
-    while (this.pending.size > 0) await this.writeAll()
+  /** Writes everything waiting now, and resolves once it is written, or once `ms` passed (a store that hangs must not hold a stop): for a clean stop. */
+  async idle(ms = Infinity): Promise<void> {
+    const writing = (async () => {
+      while (this.pending.size > 0) await this.writeAll()
+    })()
+    if (ms === Infinity) return writing
+    await withTimeout(writing, ms).catch(() => this.logger.warn({ tasks: this.pending.size }, `stream events still not written after ${ms} ms at shutdown; left`))
   }
 
   private pendingOf(taskId: string): Pending {
     let pending = this.pending.get(taskId)
-    if (pending === undefined) this.pending.set(taskId, (pending = { waiting: [], ended: false }))
+    if (pending === undefined) this.pending.set(taskId, (pending = { waiting: [], queued: 0, written: 0, readers: [], ended: false }))
     return pending
   }
 
@@ -79,7 +102,11 @@ export class EventRecorder {
   /** The Task's writing: started unless under way (it takes what comes meanwhile too), and when nothing waits any more, the Task's entry goes. */
   private write(taskId: string, pending: Pending): Promise<void> {
     pending.writing ??= (async () => {
-      while (pending.waiting.length > 0) await this.append(taskId, pending.waiting.splice(0, MAX_BATCH))
+      while (pending.waiting.length > 0) {
+        const batch = pending.waiting.splice(0, MAX_BATCH)
+        if (!(await this.append(taskId, batch))) this.giveUp(taskId, pending, batch, "the store failed")
+        this.wrote(pending, batch.at(-1)!.position)
+      }
       pending.writing = undefined
       this.pending.delete(taskId)
       if (pending.ended) this.markEnded(taskId)
@@ -87,16 +114,36 @@ export class EventRecorder {
     return pending.writing
   }
 
-  private async append(taskId: string, batch: LoggedEvent[]): Promise<void> {
+  /** The events up to `position` are written (or given up): the readers waiting for them go on. */
+  private wrote(pending: Pending, position: number): void {
+    pending.written = position
+    const waiting = []
+    for (const reader of pending.readers) {
+      if (reader.upTo <= position) reader.resolve()
+      else waiting.push(reader)
+    }
+    pending.readers = waiting
+  }
+
+  private giveUp(taskId: string, pending: Pending, batch: LoggedEvent[], why: string): void {
+    this.logger.error(
+      { taskId, from: batch[0]?.position, to: batch.at(-1)?.position },
+      `stream events not written to the event log (${why}); a stream resumed before them will be told to re-read the task`,
+    )
+    this.wrote(pending, batch.at(-1)?.position ?? pending.written)
+  }
+
+  /** True once the batch is in the log; false when every try failed. */
+  private async append(taskId: string, batch: LoggedEvent[]): Promise<boolean> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const held = await this.log.append(taskId, batch)
+        const held = await withTimeout(this.log.append(taskId, batch), APPEND_TIMEOUT_MS)
         if (held.length > 0) this.logger.warn({ taskId, positions: held.slice(0, 10) }, "event log already held these positions (another server wrote them); kept theirs")
-        return
+        return true
       } catch (err) {
         if (attempt >= APPEND_ATTEMPTS) {
-          this.logger.error({ taskId, from: batch[0]?.position, to: batch.at(-1)?.position, ...errorFields(err) }, "could not write stream events to the event log; a stream resumed before them will be told to re-read the task")
-          return
+          this.logger.warn({ taskId, ...errorFields(err) }, "event log append failed")
+          return false
         }
         await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** attempt).unref())
       }
@@ -104,6 +151,19 @@ export class EventRecorder {
   }
 
   private markEnded(taskId: string): void {
-    this.log.ended(taskId).catch((err: unknown) => this.logger.warn({ taskId, ...errorFields(err) }, "could not mark a finished task's event log for removal"))
+    // A host log that throws instead of rejecting is reported alike.
+    Promise.resolve()
+      .then(() => this.log.ended(taskId))
+      .catch((err: unknown) => this.logger.warn({ taskId, ...errorFields(err) }, "could not mark a finished task's event log for removal"))
   }
+}
+
+/** `work`, or a rejection once `ms` passed without it settling. */
+function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
+    timer.unref()
+  })
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer))
 }

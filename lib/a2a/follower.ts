@@ -4,8 +4,9 @@ import type { TaskStore } from "../stores/task-store.js"
 import type { A2ATask } from "../types.js"
 import type { EventRecorder } from "./event-recorder.js"
 import { statusEvent, type PositionedEvent } from "./events.js"
-import { isFinalForNow, type TaskRunner } from "./runner.js"
-import { endsStream, finalFromTask, loggedEvents } from "./task-streams.js"
+import type { TaskRunner } from "./runner.js"
+import { isFinalForNow } from "./states.js"
+import { addedArtifacts, endFromStore, endsStream, LOG_RETRIES, LOG_RETRY_MS, loggedEvents } from "./task-streams.js"
 
 /**
  * What other servers sharing the store do, seen from here. With a store
@@ -16,7 +17,8 @@ import { endsStream, finalFromTask, loggedEvents } from "./task-streams.js"
 export class StoreFollower {
   /** Changes seen per task id, so a follower that was busy reading knows it missed one. */
   private readonly generations = new Map<string, number>()
-  private readonly waiters = new Map<string, Set<() => void>>()
+  /** Per task id followed: how many follow it (its entry goes with the last), and the wakes of those waiting for its next change. */
+  private readonly followed = new Map<string, { followers: number; wakes: Set<() => void> }>()
   private unwatch: (() => Promise<void>) | undefined
   /** Set by close(): every follow ends, and no poll is scheduled again. */
   private closed = false
@@ -36,7 +38,7 @@ export class StoreFollower {
   /** Stops watching and ends every follow, with its poll timer. */
   async close(): Promise<void> {
     this.closed = true
-    for (const set of this.waiters.values()) for (const wake of set) wake()
+    for (const { wakes } of this.followed.values()) for (const wake of wakes) wake()
     await this.unwatch?.()
     this.unwatch = undefined
   }
@@ -46,8 +48,11 @@ export class StoreFollower {
   }
 
   private changed(id: string): void {
-    if (this.waiters.has(id)) this.generations.set(id, (this.generations.get(id) ?? 0) + 1)
-    for (const wake of this.waiters.get(id) ?? []) wake()
+    const followed = this.followed.get(id)
+    if (followed !== undefined) {
+      this.generations.set(id, (this.generations.get(id) ?? 0) + 1)
+      for (const wake of followed.wakes) wake()
+    }
     if (this.opts.runner.isRunning(id)) void this.checkRunning(id)
   }
 
@@ -67,12 +72,14 @@ export class StoreFollower {
    * on), until the signal aborts, the task is gone or the follower closes.
    */
   follow(first: A2ATask, signal: AbortSignal, after?: number): AsyncIterable<PositionedEvent> {
-    return this.opts.store.events === undefined ? this.followStored(first, signal) : this.followLog(first, after ?? positionOf(first), signal)
+    // A resume reads the log; a fresh follow does where every Task's events are in it (a log others read), else the stored states.
+    const fromLog = this.opts.store.events !== undefined && (after !== undefined || this.opts.recorder?.everyTask === true)
+    return fromLog ? this.followLog(first, after ?? positionOf(first), signal) : this.followStored(first, signal)
   }
 
   /**
    * From the event log: what it holds after `after`, then what is added,
-   * read at every change of the Task and every LOG_POLL_MS (another
+   * read at every change of the Task and every LOG_RETRY_MS (another
    * server's streamed chunks change no Task until its next save). A Task
    * that is final for now without that event in its log (recovered as
    * failed) ends the stream with its stored status.
@@ -85,8 +92,6 @@ export class StoreFollower {
       // Reads of the log that found nothing while the stored Task, final for now, says events are missing from it.
       let waitedForEnd = 0
       while (!signal.aborted && !this.closed) {
-        const task = await this.opts.store.get(id)
-        if (task === undefined) return
         let more = false
         for await (const event of loggedEvents(log, this.opts.recorder, id, last)) {
           more = true
@@ -94,14 +99,16 @@ export class StoreFollower {
           yield event
           if (endsStream(event.event)) return
         }
-        if (!more && isFinalForNow(task.status.state)) {
-          // Its server saves the Task, then writes its events: a few reads for the last ones, then the stored status stands in.
-          if (positionOf(task) <= last || ++waitedForEnd > MISSING_EVENT_TRIES) {
-            yield finalFromTask(task, last)
-            return
-          }
+        if (more) continue
+        // Nothing new logged: the Task is read only now, to tell an end the log lacks.
+        const task = await this.opts.store.get(id)
+        if (task === undefined) return
+        // Its server saves the Task, then writes its events: a few reads for the last ones, then the stored Task stands in.
+        if (isFinalForNow(task.status.state) && (positionOf(task) <= last || ++waitedForEnd > LOG_RETRIES)) {
+          yield* endFromStore(first, task, last)
+          return
         }
-        await next(LOG_POLL_MS)
+        await next(LOG_RETRY_MS)
       }
     })
   }
@@ -117,13 +124,7 @@ export class StoreFollower {
         const task = await this.opts.store.get(id)
         if (task === undefined) return
         if (task.status.state !== last.status.state || task.status.timestamp !== last.status.timestamp) {
-          const artifacts = task.artifacts ?? []
-          for (let i = last.artifacts?.length ?? 0; i < artifacts.length; i++) {
-            const artifact = artifacts[i]
-            // Named as taskToV1 names an id-less artifact, by its index.
-            const named = artifact.artifactId === undefined ? { ...artifact, artifactId: `artifact-${i}` } : artifact
-            yield { position: 0, event: { type: "artifact", taskId: id, contextId: task.contextId, artifact: named, append: false, lastChunk: true } }
-          }
+          yield* addedArtifacts(last, task)
           yield { position: 0, event: statusEvent(task) }
           last = task
         }
@@ -137,37 +138,39 @@ export class StoreFollower {
     signal: AbortSignal,
     body: (this: StoreFollower, next: (ms?: number) => Promise<void>) => AsyncIterable<PositionedEvent>,
   ): AsyncIterable<PositionedEvent> {
-    let waiters = this.waiters.get(id)
-    if (!waiters) this.waiters.set(id, (waiters = new Set()))
-    const set = waiters
+    let followed = this.followed.get(id)
+    if (followed === undefined) this.followed.set(id, (followed = { followers: 0, wakes: new Set() }))
+    followed.followers++
+    const { wakes } = followed
     let seen = this.generations.get(id) ?? 0
     const next = async (ms?: number) => {
-      await this.nextChange(id, seen, signal, set, ms)
+      await this.nextChange(id, seen, signal, wakes, ms)
       seen = this.generations.get(id) ?? 0
     }
     try {
       yield* body.call(this, next)
     } finally {
-      if (waiters.size === 0) {
-        this.waiters.delete(id)
+      // Counted, not judged by the wakes waiting: another follower between two reads waits on none, and must stay woken.
+      if (--followed.followers === 0) {
+        this.followed.delete(id)
         this.generations.delete(id)
       }
     }
   }
 
   /** Resolves at the next change after `seen` (at once if one came already), after `ms` (default: the next poll), or the abort. */
-  private nextChange(id: string, seen: number, signal: AbortSignal, waiters: Set<() => void>, ms?: number): Promise<void> {
+  private nextChange(id: string, seen: number, signal: AbortSignal, wakes: Set<() => void>, ms?: number): Promise<void> {
     if ((this.generations.get(id) ?? 0) !== seen) return Promise.resolve()
     const wait = ms ?? (this.isWatching ? SAFETY_INTERVAL_MS : POLL_INTERVAL_MS)
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer)
-        waiters.delete(done)
+        wakes.delete(done)
         signal.removeEventListener("abort", done)
         resolve()
       }
       const timer = setTimeout(done, wait)
-      waiters.add(done)
+      wakes.add(done)
       signal.addEventListener("abort", done, { once: true })
     })
   }
@@ -177,7 +180,4 @@ export class StoreFollower {
 const POLL_INTERVAL_MS = 500
 /** With watch, a follower still re-reads this often, in case a notification was lost. */
 const SAFETY_INTERVAL_MS = 5000
-/** A follower of another server's event log reads it this often besides the Task's changes: its streamed chunks reach peers here within this. */
-const LOG_POLL_MS = 100
-/** Reads of the log (LOG_POLL_MS apart) for the last events of a Task stored final for now, before its stored status stands in for them. */
-const MISSING_EVENT_TRIES = 20
+

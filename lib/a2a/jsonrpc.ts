@@ -20,8 +20,9 @@ import {
 } from "./params.js"
 import { PushConfigs, type PushSettings } from "./push-configs.js"
 import { RenderedTasks } from "./rendered.js"
-import { isTerminal, type StartedTask, type TaskRunner } from "./runner.js"
-import { assertResumable, cannotResume, parseLastEventId, replayThenLive, taskStream, type StreamItem } from "./task-streams.js"
+import type { StartedTask, TaskRunner } from "./runner.js"
+import { isTerminal } from "./states.js"
+import { assertResumable, cannotResume, parseLastEventId, replayThenLive, resumePoint, taskStream, type StreamItem } from "./task-streams.js"
 import { StreamSlots, type ReleaseSlot } from "./stream-slots.js"
 import { answerVersion, codecFor, messageFromWire, negotiateVersion, type WireCodec, type WireVersion } from "./wire.js"
 
@@ -191,7 +192,11 @@ export class JsonRpcDispatcher {
     try {
       if (!handler) throw new A2AError(ErrorCode.MethodNotFound, `Method not found: ${shownMethod}. This server answers ${this.methodNames.join(", ")}`)
       const result = await handler(params, call)
-      if ("stream" in result) outcome = { stream: responses(id, codec, result.stream, call), ...(result.cutOff && { cutOff: result.cutOff }) }
+      if ("stream" in result) {
+        // Without an event log no stream can be resumed: its frames carry no ids a peer could send back.
+        const stream = responses(id, codec, result.stream, call, this.opts.store.events !== undefined)
+        outcome = { stream, ...(result.cutOff && { cutOff: result.cutOff }) }
+      }
       else outcome = { body: responseJson(id, "resultJson" in result ? result.resultJson : JSON.stringify(result.result)) }
     } catch (err) {
       outcome = answer(id, codec, this.asA2AError(err, method, call))
@@ -333,24 +338,30 @@ export class JsonRpcDispatcher {
     if (after !== undefined && log === undefined) throw cannotResume()
     return this.withStreamSlot(call, async () => {
       const live = closedOnAbort(eventQueue(this.opts.events, params.id), call.endSignal())
-      const current = this.opts.runner.streamFrom(params.id)
       try {
+        // Taken in the same tick as the subscription (no await between): the exact point the stream continues from.
+        const current = this.opts.runner.current(params.id)
         const task = current?.task ?? (await this.opts.store.get(params.id))
         if (task === undefined || !isVisibleTo(task, this.ownersVisibleTo(call))) throw A2AError.taskNotFound(params.id)
         if (after === undefined && isTerminal(task.status.state)) {
           throw new A2AError(ErrorCode.UnsupportedOperation, `Task ${truncate(task.id)} is already ${task.status.state}; read it with GetTask`)
         }
-        const position = current?.position ?? positionOf(task)
+        // A stream follows it from here: its events go to the log from now on, so this stream can be resumed.
+        if (current !== undefined) this.opts.runner.logEventsOf(task.id)
+        const position = current?.position ?? (after === undefined ? positionOf(task) : await resumePoint(log!, task, after))
         if (after !== undefined && after > position) {
           throw A2AError.invalidParams("Last-Event-ID", `${after} is past the last event of task ${truncate(task.id)} (${position}); subscribe without Last-Event-ID`)
         }
-        if (after !== undefined) await assertResumable(log!, this.opts.recorder, task.id, after, position, current === undefined && !isTerminal(task.status.state))
+        // Events to replay after the first frame; resuming from the last event itself replays none.
+        const replays = after !== undefined && after < position
+        if (replays) await assertResumable(log!, this.opts.recorder, task.id, after, position, current === undefined)
+        const firstId = after ?? position
         if (current !== undefined) {
-          const events = after === undefined ? live : replayThenLive(log!, this.opts.recorder, task.id, after, position, live)
-          return { stream: taskStream(task, after ?? position, events, call.codec, after !== undefined), cutOff: live.overflow }
+          const events = replays ? replayThenLive(log!, this.opts.recorder, task.id, after, position, live) : live
+          return { stream: taskStream(task, firstId, events, call.codec, replays), cutOff: live.overflow }
         }
         live.close()
-        return { stream: taskStream(task, after ?? position, this.opts.follower.follow(task, call.endSignal(), after), call.codec, after !== undefined) }
+        return { stream: taskStream(task, firstId, this.opts.follower.follow(task, call.endSignal(), after), call.codec, replays) }
       } catch (err) {
         live.close()
         throw err
@@ -462,12 +473,12 @@ async function* releasedAtEnd<T>(stream: AsyncIterable<T>, release: ReleaseSlot)
  * failure mid-stream becomes an error response that ends it (an A2AError
  * as it is, such as events no longer kept; anything else in general terms).
  */
-async function* responses(id: JsonRpcId, codec: WireCodec, stream: AsyncIterable<StreamItem>, call: Call): AsyncIterable<StreamFrame> {
+async function* responses(id: JsonRpcId, codec: WireCodec, stream: AsyncIterable<StreamItem>, call: Call, withIds: boolean): AsyncIterable<StreamFrame> {
   try {
     // No object spread here: it is per event, and slow on Node 20 (see lib/objects.ts).
     for await (const item of stream) {
       const response: JsonRpcResponse = { jsonrpc: "2.0", id, result: item.result }
-      yield item.id === undefined ? { response } : { id: item.id, response }
+      yield item.id === undefined || !withIds ? { response } : { id: item.id, response }
     }
   } catch (err) {
     if (err instanceof A2AError) {

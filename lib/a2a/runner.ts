@@ -5,7 +5,7 @@ import { StoreFullError } from "../stores/store-full.js"
 import { TaskConflictError, type TaskStore } from "../stores/task-store.js"
 import type { Toolkit } from "../tools/types.js"
 import type { A2AArtifact, A2AMessage, A2ATask, TaskState } from "../types.js"
-import { TERMINAL_STATES } from "../types.js"
+import { isFinalForNow, isTerminal } from "./states.js"
 import { agentMessage, earlierTurns, promptFrom } from "./conversation.js"
 import { A2AError, ErrorCode, truncate } from "./errors.js"
 import { artifactEvent, eventQueue, statusEvent, type EventQueue, type PositionedEvent, type TaskEvent, type TaskEvents } from "./events.js"
@@ -32,14 +32,12 @@ interface TaskRunnerOptions {
   maxTaskBytes?: number
   /** How each state change is written (with push on, with its notifications: transitionSaver); default `store.save`. */
   saveTransition?: SaveTransition
-  /** Writes the events streams are sent to the store's event log (when it has one), so a dropped stream can resume. */
-  recorder?: EventRecorder
   /**
-   * Every Task's events go to the log: for a store other servers share (one with `watch`), whose
-   * servers follow each other's Tasks through it. Otherwise only a Task's events from the first
-   * stream of it on: the only ones a peer can ask for again (it resumes after an id it was sent).
+   * Writes the events streams are sent to the store's event log (when it has one), so a dropped
+   * stream can resume: every Task's, when other servers read the log (`everyTask`), else a Task's
+   * from its first stream on, the only ones a peer can ask for again (it resumes after an id it was sent).
    */
-  logEveryTask?: boolean
+  recorder?: EventRecorder
   /** While the model writes, the answer so far is saved at most this often, so GetTask shows it (default 250 ms; 0: after every chunk). */
   progressSaveMs?: number
 }
@@ -112,7 +110,7 @@ interface Running {
   answer?: StreamedAnswer
   /** Saves of the answer so far, from its first chunk on. */
   progress?: ProgressSaves
-  /** Its events go to the event log: every Task's do (logEveryTask), or a stream follows it. */
+  /** Its events go to the event log: every Task's do (recorder.everyTask), or a stream follows it. */
   logged: boolean
 }
 
@@ -143,14 +141,6 @@ const FINAL_STATE_MARGIN_BYTES = 2048
 const MAX_REASON_CHARS = 2000
 
 
-/** States a stream or a blocking call stops at: terminal, or waiting on the peer. */
-export function isFinalForNow(state: TaskState): boolean {
-  return TERMINAL_STATES.has(state) || state === "input-required" || state === "auth-required"
-}
-
-export function isTerminal(state: TaskState): boolean {
-  return TERMINAL_STATES.has(state)
-}
 
 /**
  * The task lifecycle: a message becomes a `submitted` Task, then in the
@@ -191,17 +181,20 @@ export class TaskRunner {
   }
 
   /**
-   * For a stream of a Task running here: the Task as it stands now (the
-   * answer streamed so far as its artifact) and the position of its last
-   * event; from now on its events go to the event log, so the stream can be
-   * resumed. Taken in the same tick as a subscription to its events, it is
-   * the exact point that subscription continues from.
+   * A Task running here as it stands now (the answer streamed so far as its
+   * artifact) and the position of its last event. Taken in the same tick as
+   * a subscription to its events, it is the exact point that subscription
+   * continues from.
    */
-  streamFrom(id: string): CurrentTask | undefined {
+  current(id: string): CurrentTask | undefined {
     const record = this.running.get(id)
-    if (record === undefined) return undefined
-    record.logged = this.opts.recorder !== undefined
-    return { task: this.withAnswerSoFar(record), position: record.position }
+    return record === undefined ? undefined : { task: this.withAnswerSoFar(record), position: record.position }
+  }
+
+  /** A stream follows the Task from now on: its events go to the event log, so the stream can be resumed. */
+  logEventsOf(id: string): void {
+    const record = this.running.get(id)
+    if (record !== undefined && this.opts.recorder !== undefined) record.logged = true
   }
 
   /** Saves a new `submitted` Task for the message and starts fulfilling it (or queues it). */
@@ -259,6 +252,8 @@ export class TaskRunner {
     try {
       // The follow-up is the Task's next event (after any another server logged past its last save).
       position = (await this.lastPosition(task)) + 1
+      // Canceled while that was read: the cancel's save stands, and the follow-up is refused like any to a finished Task.
+      if (record.finished) throw new TaskConflictError(task.id, record.task)
       record.task = resumed = withPosition(resumed, position)
       record.position = position
       await opts.beforeSave?.(task.id)
@@ -327,8 +322,10 @@ export class TaskRunner {
     if (isTerminal(task.status.state)) {
       throw new A2AError(ErrorCode.TaskNotCancelable, `Task ${truncate(id)} is already ${task.status.state} and cannot be canceled`, { taskId: truncate(id) })
     }
-    // Not running here: waiting for input, or left behind by a process that stopped.
-    const position = (await this.lastPosition(task)) + 1
+    // Not running here: waiting for input, or running on another server (or left by one that stopped).
+    const waiting = isFinalForNow(task.status.state)
+    // A run elsewhere logs its own end when it sees the cancel (its events may be ahead of the store); a waiting Task's end is logged here.
+    const position = waiting ? (await this.lastPosition(task)) + 1 : positionOf(task)
     const canceled = withPosition({ ...task, status: { state: "canceled", timestamp: now(), message: agentMessage(task, "Canceled at the peer's request") } }, position)
     try {
       await this.save(canceled)
@@ -337,8 +334,10 @@ export class TaskRunner {
       throw new A2AError(ErrorCode.TaskNotCancelable, `Task ${truncate(id)} was ${err.stored.status.state} meanwhile and cannot be canceled`, { taskId: truncate(id) })
     }
     this.logTransition(canceled)
-    this.publish(undefined, position, statusEvent(canceled))
-    if (this.opts.logEveryTask) this.opts.recorder?.ended(id)
+    if (waiting) {
+      this.publish(undefined, position, statusEvent(canceled))
+      this.opts.recorder?.ended(id)
+    }
     return canceled
   }
 
@@ -418,7 +417,7 @@ export class TaskRunner {
       historyOwners: opts.historyOwners ?? ownersVisibleTo(opts.principal),
       unscheduled: true,
       position: positionOf(task),
-      logged: this.opts.recorder !== undefined && (this.opts.logEveryTask === true || opts.watch === true),
+      logged: this.opts.recorder !== undefined && (this.opts.recorder.everyTask || opts.watch === true),
       settled: new Promise((resolve) => (resolveSettled = resolve)),
       settle: () => {
         if (this.running.get(task.id) === record) this.running.delete(task.id)
@@ -467,7 +466,9 @@ export class TaskRunner {
       const history = await earlierTurns(record.task, { store: this.opts.store, log: this.opts.log, limit: CONTEXT_MESSAGES, lookUpContext, owners: historyOwners })
       const prompt = promptFrom(record.task.history?.at(-1))
       // A turn answered whole is sent whole with the state it ends in, as one artifact event, not as chunks.
-      const onText = (delta: string, info: TextInfo) => info.whole || this.streamText(record, delta, info.turn)
+      const onText = (delta: string, info: TextInfo) => {
+        if (!info.whole) this.streamText(record, delta, info.turn)
+      }
       const result = await client.run(prompt, { toolkit, signal: record.controller.signal, history, onText })
       if (record.finished) return
       await record.progress?.settled()
@@ -522,7 +523,8 @@ export class TaskRunner {
   ): Promise<boolean> {
     if (record.finished) return false
     record.finished = true
-    record.progress?.stop()
+    // A save of the answer so far under way lands first: a store without ordered writes must not see it after the final one.
+    await record.progress?.settled()
     const status = { state, timestamp: now(), ...(statusText ? { message: agentMessage(record.task, statusText) } : {}) }
     const final: A2ATask = copyWith(record.task, { status, ...extra })
     try {
@@ -660,9 +662,9 @@ export class TaskRunner {
     record.controller.abort(new Error(`the task was ${stored.status.state} by another server`))
     record.task = stored
     this.opts.log.info({ taskId: stored.id, state: stored.status.state }, "task finished by another server; its run here stopped")
-    // The other server logged this event at its position: only this process's streams are told.
-    record.position = Math.max(record.position, positionOf(stored))
-    this.opts.events.publish({ position: record.position, event: statusEvent(stored) })
+    // The other server saved it without logging it (this run's events may be ahead of what it saw): logged here, next in line.
+    this.publish(record, ++record.position, statusEvent(stored))
+    if (record.logged) this.opts.recorder?.ended(stored.id)
   }
 
   /** Logs a saved state and sends its events (the artifact first) to the Task's streams and its event log, positions after the record's. */
@@ -681,7 +683,7 @@ export class TaskRunner {
 
   /** Sends an event to the event log, when the Task's events go there. */
   private toLog(record: Running | undefined, event: PositionedEvent): void {
-    if (record === undefined ? this.opts.logEveryTask : record.logged) this.opts.recorder?.record(event)
+    if (record === undefined ? this.opts.recorder?.everyTask : record.logged) this.opts.recorder?.record(event)
   }
 
   /** The last position of a Task not running here: what its stored state reflects, or what its log holds past that (another server's events). */

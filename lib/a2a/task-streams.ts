@@ -3,8 +3,8 @@ import type { EventLog } from "../stores/event-log.js"
 import type { A2ATask } from "../types.js"
 import { A2AError, ErrorCode, truncate } from "./errors.js"
 import type { EventRecorder } from "./event-recorder.js"
-import { statusEvent, type PositionedEvent, type TaskEvent } from "./events.js"
-import { isFinalForNow } from "./runner.js"
+import { artifactEvent, statusEvent, type PositionedEvent, type TaskEvent } from "./events.js"
+import { isFinalForNow } from "./states.js"
 import type { WireCodec } from "./wire.js"
 
 /**
@@ -119,9 +119,13 @@ export async function* replayThenLive(
   for await (const event of live) if (event.position === 0 || event.position > upTo) yield event
 }
 
-/** Reads of the log, RETRY_MS apart, for the first event after Last-Event-ID that another server may still be writing. */
-const MISSING_EVENT_TRIES = 20
-const RETRY_MS = 100
+/**
+ * Reads of a log, LOG_RETRY_MS apart, for events another server may still be
+ * writing (it saves the Task, then writes its events in batches), before
+ * they count as missing.
+ */
+export const LOG_RETRIES = 20
+export const LOG_RETRY_MS = 100
 
 /**
  * Rejects with eventsNotKept unless the log holds the event after `after`
@@ -133,12 +137,43 @@ export async function assertResumable(log: EventLog, recorder: EventRecorder | u
   if (after >= position) return
   await recorder?.flushed(taskId)
   for (let tries = 1; (await log.read(taskId, after, 1))[0]?.position !== after + 1; tries++) {
-    if (!patient || tries >= MISSING_EVENT_TRIES) throw eventsNotKept(taskId, after)
-    await new Promise((resolve) => setTimeout(resolve, RETRY_MS))
+    if (!patient || tries >= LOG_RETRIES) throw eventsNotKept(taskId, after)
+    await new Promise((resolve) => setTimeout(resolve, LOG_RETRY_MS))
   }
 }
 
-/** The final status of a Task whose log lacks it (recovered, or its last events never written): sent as the log's next event. */
-export function finalFromTask(task: A2ATask, last: number): PositionedEvent {
-  return { position: Math.max(last, positionOf(task)), event: statusEvent(task) }
+/**
+ * The last position of a Task running elsewhere, for a resume after
+ * `after`: its stored position, or its log's when that is ahead (chunks
+ * between two saves). An `after` past both is waited for a moment while the
+ * Task runs (its server writes its log in batches); the caller refuses one
+ * still past it.
+ */
+export async function resumePoint(log: EventLog, task: A2ATask, after: number): Promise<number> {
+  let position = Math.max(positionOf(task), await log.lastPosition(task.id))
+  for (let tries = 1; after > position && !isFinalForNow(task.status.state) && tries <= LOG_RETRIES; tries++) {
+    await new Promise((resolve) => setTimeout(resolve, LOG_RETRY_MS))
+    position = Math.max(position, await log.lastPosition(task.id))
+  }
+  return position
+}
+
+/**
+ * The end of a Task whose log lacks it (recovered as failed, canceled by a
+ * server that did not log it, or its last events never written), from the
+ * Task as stored: the artifacts it has beyond those of the stream's first
+ * frame, sent whole, then its status.
+ */
+export function endFromStore(first: A2ATask, task: A2ATask, last: number): PositionedEvent[] {
+  return [...addedArtifacts(first, task), { position: Math.max(last, positionOf(task)), event: statusEvent(task) }]
+}
+
+/** The artifacts `task` has beyond those of `before` (a stored state seen earlier), as events that send each whole; no log numbers them. */
+export function addedArtifacts(before: A2ATask, task: A2ATask): PositionedEvent[] {
+  const from = before.artifacts?.length ?? 0
+  return (task.artifacts ?? []).slice(from).map((artifact, i) => {
+    // Named as taskToV1 names an id-less artifact, by its index.
+    const named = artifact.artifactId === undefined ? { ...artifact, artifactId: `artifact-${from + i}` } : artifact
+    return { position: 0, event: artifactEvent(task, named) }
+  })
 }

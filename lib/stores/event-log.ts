@@ -22,6 +22,14 @@ import type { JsonObject } from "../types.js"
  */
 export interface EventLog {
   /**
+   * Whether other processes read this log (file, Postgres, NATS: several
+   * servers on one store follow each other's Tasks through it); then every
+   * Task's events are written. False (the memory store): a Task's events are
+   * written only from its first stream on, the only ones a peer can ask for
+   * again. Absent counts as true.
+   */
+  readonly shared?: boolean
+  /**
    * Adds events of one Task, in the order given (increasing positions).
    * A position the log already holds keeps what it holds, the first writer
    * wins; resolves with the positions of `events` it did not take that way

@@ -54,6 +54,8 @@ export interface MemoryEventLogOptions {
  * for by a sweep (an unref()-ed timer, stopped by `stop()`) and by every call.
  */
 export class MemoryEventLog implements EventLog {
+  /** In this process only: no other server reads it. */
+  readonly shared = false
   private readonly logs = new Map<string, Log>()
   /** The ended logs by end time, the earliest first (`ended` sets it once, so the order is the order of the calls). */
   private readonly endedLogs = new AgingMap<string, number>()
