@@ -471,7 +471,7 @@ export class TaskRunner {
       }
       const result = await client.run(prompt, { toolkit, signal: record.controller.signal, history, onText })
       if (record.finished) return
-      await record.progress?.settled()
+      if (record.progress !== undefined) await record.progress.settled()
       if (record.finished) return
       const answer = agentMessage(record.task, result.text)
       const history2 = [...(record.task.history ?? []), answer]
@@ -487,7 +487,7 @@ export class TaskRunner {
       await (tooBig ? this.finish(record, "failed", tooBig) : this.finish(record, "completed", undefined, extra, artifact))
     } catch (err) {
       if (record.finished) return
-      await record.progress?.settled()
+      if (record.progress !== undefined) await record.progress.settled()
       if (record.finished) return
       const reason = record.controller.signal.aborted ? String((record.controller.signal.reason as Error)?.message ?? "aborted") : describeError(err)
       this.opts.log.warn({ taskId: record.task.id, ...errorFields(err) }, "task failed")
@@ -524,7 +524,7 @@ export class TaskRunner {
     if (record.finished) return false
     record.finished = true
     // A save of the answer so far under way lands first: a store without ordered writes must not see it after the final one.
-    await record.progress?.settled()
+    if (record.progress !== undefined) await record.progress.settled()
     const status = { state, timestamp: now(), ...(statusText ? { message: agentMessage(record.task, statusText) } : {}) }
     const final: A2ATask = copyWith(record.task, { status, ...extra })
     try {
