@@ -20,3 +20,14 @@ export function eventSweepIntervalMs(retentionMs: number): number {
 export function eventSweeper(retentionMs: number, removeEndedBefore: (cutoff: number) => Promise<number>, report: ReportError): RetentionSweeper {
   return new RetentionSweeper(retentionMs, (cutoff) => removeEndedBefore(Date.parse(cutoff)), report, eventSweepIntervalMs(retentionMs))
 }
+
+/** What a shared store lends its event log, whatever the store. */
+export interface EventLogHost {
+  /** How long an ended log is kept (checked by eventRetentionOf). */
+  retentionMs: number
+  report: ReportError
+  /** Throws once the store is closed: the log's own calls are refused then, its last sweep is not. */
+  assertOpen(): void
+  /** A Task id as the store keys it (refused when the store cannot). */
+  keyOf(taskId: string): string
+}

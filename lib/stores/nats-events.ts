@@ -1,7 +1,6 @@
 import type { JsonObject } from "../types.js"
-import type { ReportError } from "./background-errors.js"
 import { assertAppend, type EventLog, type LoggedEvent } from "./event-log.js"
-import { eventSweeper } from "./event-sweep.js"
+import { eventSweeper, type EventLogHost } from "./event-sweep.js"
 import type { RetentionSweeper } from "./retention.js"
 import { assertTaskId } from "./task-checks.js"
 
@@ -99,18 +98,11 @@ export interface NatsEventStream {
 }
 
 /** What NatsEventLog needs of its NatsTaskStore. */
-export interface NatsEventHost {
+export interface NatsEventHost extends EventLogHost {
   /** The stream's name, also its subjects' first token. */
   name: string
-  /** How long an ended log is kept (checked by eventRetentionOf). */
-  retentionMs: number
-  report: ReportError
-  /** Throws once the store is closed: the log's own calls are refused then, its last sweep is not. */
-  assertOpen(): void
   /** The stream on the current connection, created if missing (`openEventStream`). */
   stream(): Promise<NatsEventStream>
-  /** A Task id as a subject token (natsKey). */
-  keyOf(taskId: string): string
 }
 
 const LAST_POSITION = "Toolnexus-Last-Position"

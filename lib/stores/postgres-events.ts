@@ -1,7 +1,6 @@
 import type { JsonObject } from "../types.js"
-import type { ReportError } from "./background-errors.js"
 import { assertAppend, type EventLog, type LoggedEvent } from "./event-log.js"
-import { eventSweeper } from "./event-sweep.js"
+import { eventSweeper, type EventLogHost } from "./event-sweep.js"
 import { textKey } from "./postgres-text.js"
 import type { RetentionSweeper } from "./retention.js"
 import { assertTaskId } from "./task-checks.js"
@@ -65,16 +64,9 @@ interface PgQueryable {
 }
 
 /** What PostgresEventLog needs of its PostgresTaskStore. */
-export interface PostgresEventHost {
+export interface PostgresEventHost extends EventLogHost {
   eventTable: string
-  /** How long an ended log is kept (checked by eventRetentionOf). */
-  retentionMs: number
-  report: ReportError
-  /** Throws once the store is closed: the log's own calls are refused then, its last sweep is not. */
-  assertOpen(): void
   pool(): Promise<PgQueryable>
-  /** A Task id as its rows' key (textKey), refused when too long for the key's index. */
-  keyOf(taskId: string): string
 }
 
 /** Logs one sweep statement deletes: each batch is its own short transaction. */
