@@ -301,6 +301,29 @@ t.test("an endpoint that ignores stream and answers JSON is read as before, its 
   )
 })
 
+t.test("an endpoint that refuses streamed requests (400) is asked whole, and whole from then on; a 400 on both fails with its words", async (t) => {
+  let refuseAll = false
+  const server = await streamServer(t, (answer, request) => {
+    if (refuseAll) return answer.json(400, { error: { message: "prompt is too long" } })
+    if (request.body.stream === true) return answer.json(400, { error: { message: "Unrecognized request argument supplied: stream_options" } })
+    if (request.body.max_tokens !== undefined) return answer.json(200, { content: [{ type: "text", text: "whole" }] })
+    answer.json(200, { choices: [{ message: { content: "whole" } }] })
+  })
+  for (const client of [openai(server.url), anthropic(server.url)]) {
+    const { heard, onText } = listener()
+    t.equal((await client.run("hi", { onText })).text, "whole")
+    t.same(heard, [["whole", 1]], "the whole answer reaches onText once")
+    t.equal((await client.run("again", { onText })).text, "whole")
+  }
+  t.same(
+    server.requests.map((request) => request.body.stream ?? false),
+    [true, false, false, true, false, false],
+    "each client asked for a stream once, then whole",
+  )
+  refuseAll = true
+  await t.rejects(openai(server.url).run("long", { onText: () => {} }), /answered 400.*prompt is too long/, "a refusal that is not about streaming keeps its words")
+})
+
 t.test("without onText the requests are what they were: no stream field", async (t) => {
   const server = await modelServer(t, [{ json: { choices: [{ message: { content: "A" } }] } }, { json: { content: [{ type: "text", text: "B" }] } }])
   t.equal((await openai(server.url).run("hi")).text, "A")

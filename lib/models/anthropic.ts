@@ -1,6 +1,6 @@
 import type { ChatMessage } from "./model.js"
 import type { JsonObject } from "../types.js"
-import { isObject, joinUrl, jsonEventData, postJson, StreamFault, type Endpoint, type EndpointOptions, type StreamReader } from "./http.js"
+import { isObject, joinUrl, jsonEventData, postJson, postStreamed, StreamFault, type Endpoint, type EndpointOptions, type StreamReader } from "./http.js"
 import { usageFrom, type Model, type ModelToolCall, type ModelTurn, type Usage } from "./model.js"
 import { toolCallFrom } from "./tool-arguments.js"
 
@@ -33,8 +33,7 @@ export function anthropicModel(opts: AnthropicOptions): Model {
       if (system !== undefined) body.system = system
       if (tools.length > 0) body.tools = tools
       if (!onText) return postJson(endpoint, body, signal, readMessage)
-      body.stream = true
-      return postJson(endpoint, body, signal, readMessage, { onText, reader: messageStream })
+      return postStreamed(endpoint, { ...body, stream: true }, body, signal, readMessage, { onText, reader: messageStream })
     },
   }
 }

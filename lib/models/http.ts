@@ -34,6 +34,8 @@ export interface Endpoint {
   retry: RetryPolicy
   /** What a good answer is, for the error when it is not: "a chat completion". */
   expects: string
+  /** Set once the endpoint refused a streamed request that it answered whole: it is asked whole from then on. */
+  wholeOnly?: boolean
 }
 
 /** The model endpoint answered with a non-2xx status, even after any retries. */
@@ -128,6 +130,33 @@ export async function postJson<T>(
       continue
     }
     return settle(endpoint, result, attempt, next.note, read)
+  }
+}
+
+/**
+ * The turn asked as a stream (`streamBody`, read by `streaming`), or whole
+ * (`wholeBody`) from an endpoint that refuses streamed requests: one that
+ * answers a streamed request 400 or 422 and the same request without
+ * streaming 2xx (an older server, a proxy, a provider without
+ * `stream_options`) is asked whole from then on. A 400 that is not about
+ * streaming (a prompt too long) fails the whole request too, with its own words.
+ */
+export async function postStreamed<T>(
+  endpoint: Endpoint,
+  streamBody: JsonObject,
+  wholeBody: JsonObject,
+  signal: AbortSignal | undefined,
+  read: (answer: unknown) => T | undefined,
+  streaming: Streaming<T>,
+): Promise<T> {
+  if (endpoint.wholeOnly) return postJson(endpoint, wholeBody, signal, read)
+  try {
+    return await postJson(endpoint, streamBody, signal, read, streaming)
+  } catch (err) {
+    if (!(err instanceof ModelEndpointError && (err.status === 400 || err.status === 422))) throw err
+    const whole = await postJson(endpoint, wholeBody, signal, read)
+    endpoint.wholeOnly = true
+    return whole
   }
 }
 

@@ -1,6 +1,6 @@
 import type { ChatMessage } from "./model.js"
 import type { JsonObject } from "../types.js"
-import { isObject, joinUrl, jsonEventData, postJson, StreamFault, type Endpoint, type EndpointOptions, type StreamReader } from "./http.js"
+import { isObject, joinUrl, jsonEventData, postJson, postStreamed, StreamFault, type Endpoint, type EndpointOptions, type StreamReader } from "./http.js"
 import { usageFrom, type Model, type ModelToolCall, type ModelTurn, type Usage } from "./model.js"
 import { toolCallFrom } from "./tool-arguments.js"
 
@@ -26,8 +26,8 @@ export function openAIModel(opts: EndpointOptions): Model {
       if (tools.length > 0) body.tools = tools
       if (!onText) return postJson(endpoint, body, signal, readCompletion)
       // Without include_usage a stream reports no token counts at all.
-      Object.assign(body, { stream: true, stream_options: { include_usage: true } })
-      return postJson(endpoint, body, signal, readCompletion, { onText, reader: completionStream })
+      const streamBody = { ...body, stream: true, stream_options: { include_usage: true } }
+      return postStreamed(endpoint, streamBody, body, signal, readCompletion, { onText, reader: completionStream })
     },
   }
 }
