@@ -125,6 +125,24 @@ export function eventLogContract(name: string, harness: EventLogHarness): void {
     t.same(texts(await logOf(store).read("t-1", 0, 10)), ["a1", "a2", "a3", "other4"], "and the first reads what the other wrote")
   })
 
+  t.test(`${name}: two stores appending the same positions at once: one takes each, the other is told`, async (t) => {
+    const { store, another } = await harness.make(t)
+    const [a, b] = [logOf(store), logOf(another())]
+    for (let round = 0; round < 10; round++) {
+      const id = `race-${round}`
+      // Both append to an empty log: one lands, the other is told all its positions were held.
+      const results = await Promise.all([a.append(id, events(1, 3, "a")), b.append(id, events(1, 3, "b"))])
+      t.same(results.map((held) => held.length).sort(), [0, 3], `round ${round}: one took all three, the other was told all three were held`)
+      const winner = results[0].length === 0 ? "a" : "b"
+      t.same(texts(await a.read(id, 0, 10)), [1, 2, 3].map((p) => `${winner}${p}`), `round ${round}: the log holds the winner's events`)
+      // Now both know the log: the next positions race too.
+      const next = await Promise.all([a.append(id, events(4, 2, "a")), b.append(id, events(4, 2, "b"))])
+      t.same(next.map((held) => held.length).sort(), [0, 2], `round ${round}: positions 4 and 5 too`)
+    }
+    const single = await Promise.all([a.append("one", events(1, 1, "a")), b.append("one", events(1, 1, "b"))])
+    t.same(single.flat(), [1], "a single position: exactly one store is told it was held")
+  })
+
   t.test(`${name}: an ended log is removed by any store on the medium`, async (t) => {
     const { store, another } = await harness.make(t, { eventRetentionMs: 50 })
     await logOf(store).append("t-1", events(1, 2))

@@ -475,21 +475,6 @@ t.test("NatsTaskStore event log: a restarted store reads the log, goes on from i
   t.same(textsOf(await short.events.read("long", 0, 10)), ["a1", "a2"], "the log the first store ended stays")
 })
 
-t.test("NatsTaskStore event log: two stores appending the same positions at once: one takes each, the other is told", async (t) => {
-  const [a, b] = await storesOnNewBuckets(t, 2)
-  for (let round = 0; round < 10; round++) {
-    const id = `race-${round}`
-    // Both expect an empty subject (a first append): the stream takes one publish, the other is refused and reads.
-    const results = await Promise.all([a.events.append(id, logged(1, 3, "a")), b.events.append(id, logged(1, 3, "b"))])
-    t.same(results.map((held) => held.length).sort(), [0, 3], `round ${round}: one took all three, the other was told all three were held`)
-    const winner = results[0].length === 0 ? "a" : "b"
-    t.same(textsOf(await a.events.read(id, 0, 10)), [1, 2, 3].map((p) => `${winner}${p}`), `round ${round}: the log holds the winner's events`)
-    // Now both know the log: the next positions race on the subject's last sequence.
-    const next = await Promise.all([a.events.append(id, logged(4, 2, "a")), b.events.append(id, logged(4, 2, "b"))])
-    t.same(next.map((held) => held.length).sort(), [0, 2], `round ${round}: positions 4 and 5 too`)
-  }
-})
-
 t.test("NatsTaskStore event log: a writer whose knowledge of a log is old is told what others appended, whenever they did", async (t) => {
   const [a, b] = await storesOnNewBuckets(t, 2)
   await a.events.append("t-1", logged(1, 3, "a"))

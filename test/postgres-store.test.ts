@@ -616,20 +616,6 @@ t.test("event log: a restarted store reads the log, goes on from it, and removes
   t.ok(rows[0].left > 3500 && rows[0].left <= 3600, "its end is where the first store put it, by the database's clock")
 })
 
-t.test("event log: two stores appending the same positions at once: one takes each, the other is told", async (t) => {
-  const { open } = tablesFor(t)
-  const [a, b] = [open(), open()]
-  for (let round = 0; round < 10; round++) {
-    const id = `race-${round}`
-    const results = await Promise.all([a.events.append(id, logged(1, 3, "a")), b.events.append(id, logged(1, 3, "b"))])
-    t.same(results.map((held) => held.length).sort(), [0, 3], `round ${round}: one took all three, the other was told all three were held`)
-    const winner = results[0].length === 0 ? "a" : "b"
-    t.same(textsOf(await a.events.read(id, 0, 10)), [1, 2, 3].map((p) => `${winner}${p}`), `round ${round}: the log holds the winner's events`)
-  }
-  const results = await Promise.all([a.events.append("one", logged(1, 1, "a")), b.events.append("one", logged(1, 1, "b"))])
-  t.same(results.flat(), [1], "a single position: exactly one store is told it was held")
-})
-
 t.test("event log: events and ids Postgres text cannot hold round-trip; the event is kept as the JSON text given; an id too long is refused", async (t) => {
   const { open, table } = tablesFor(t)
   const store = open()
