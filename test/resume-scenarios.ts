@@ -12,15 +12,18 @@ export interface ResumeSetup {
   resumeUrl: string
 }
 
+/** A stream opened on `streamUrl` that got the Task, its working status and the model's `chunks`, then was cut: what the peer had. */
+async function streamThenCut(model: ResumeSetup["model"], streamUrl: string, chunks: string[]) {
+  const first = await openStream(streamUrl, sendStreamingRpc("hi"))
+  for (const chunk of chunks) model.say(chunk)
+  await waitFor(() => first.messages.length >= 2 + chunks.length, 10_000, `${chunks.length} chunks`)
+  first.cut()
+  return { first, lastId: first.ids.at(-1)!, taskId: first.messages[0].result.task.id as string }
+}
+
 /** Cut mid-answer: the peer gets the chunk said while it was away, the live ones and the end, each once, ids going on. */
 export async function resumeMidAnswer(t: Test, { model, streamUrl, resumeUrl }: ResumeSetup): Promise<void> {
-  const first = await openStream(streamUrl, sendStreamingRpc("hi"))
-  model.say("one ")
-  model.say("two ")
-  await waitFor(() => first.messages.length >= 4, 10_000, "two chunks")
-  const lastId = first.ids.at(-1)!
-  const taskId = first.messages[0].result.task.id
-  first.cut()
+  const { first, lastId, taskId } = await streamThenCut(model, streamUrl, ["one ", "two "])
   // What happens while the peer is away is kept for it.
   model.say("three ")
   const again = await openStream(resumeUrl, resumeRpc(taskId), { "last-event-id": String(lastId) })
@@ -40,12 +43,7 @@ export async function resumeMidAnswer(t: Test, { model, streamUrl, resumeUrl }: 
 
 /** Finished while the peer was away: without Last-Event-ID the spec's error; with it, the events to the end, then the stream closes. */
 export async function resumeAfterTheEnd(t: Test, { model, streamUrl, resumeUrl }: ResumeSetup): Promise<void> {
-  const first = await openStream(streamUrl, sendStreamingRpc("hi"))
-  model.say("a")
-  await waitFor(() => first.messages.length >= 3, 10_000, "the first chunk")
-  const lastId = first.ids.at(-1)!
-  const taskId = first.messages[0].result.task.id
-  first.cut()
+  const { lastId, taskId } = await streamThenCut(model, streamUrl, ["a"])
   model.say("b")
   model.end()
   await waitFor(async () => (await callRpc(resumeUrl, rpc("GetTask", { id: taskId }))).result?.status.state === "completed", 10_000, "the Task to complete")
