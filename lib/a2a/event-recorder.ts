@@ -16,7 +16,7 @@ const MAX_WAITING = 20_000
  * the memory store, a tenth of a SendMessage's CPU). A reader of the log
  * waits for nothing of it: `flushed` writes at once.
  */
-export const BATCH_MS = 10
+const BATCH_MS = 10
 
 /** A Task's events waiting for the log, and the append under way. */
 interface Pending {

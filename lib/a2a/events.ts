@@ -57,7 +57,7 @@ export class TaskEvents {
 }
 
 /** How many events may wait for one slow reader before its stream is ended (it can resume from its last id). */
-export const MAX_QUEUED_EVENTS = 10_000
+const MAX_QUEUED_EVENTS = 10_000
 
 /** A subscription as an async iterator (see eventQueue). */
 export type EventQueue = AsyncIterableIterator<PositionedEvent> & {

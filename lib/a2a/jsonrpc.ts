@@ -354,7 +354,7 @@ export class JsonRpcDispatcher {
         }
         // Events to replay after the first frame; resuming from the last event itself replays none.
         const replays = after !== undefined && after < position
-        if (replays) await assertResumable(log!, this.opts.recorder, task.id, after, position, current === undefined)
+        if (replays) await assertResumable(log!, this.opts.recorder, task.id, after, current === undefined)
         const firstId = after ?? position
         if (current !== undefined) {
           const events = replays ? replayThenLive(log!, this.opts.recorder, task.id, after, position, live) : live

@@ -471,8 +471,6 @@ export class TaskRunner {
       }
       const result = await client.run(prompt, { toolkit, signal: record.controller.signal, history, onText })
       if (record.finished) return
-      if (record.progress !== undefined) await record.progress.settled()
-      if (record.finished) return
       const answer = agentMessage(record.task, result.text)
       const history2 = [...(record.task.history ?? []), answer]
       if (result.inputRequired) {
@@ -486,8 +484,6 @@ export class TaskRunner {
       const tooBig = this.answerTooBig(record, result.text, extra)
       await (tooBig ? this.finish(record, "failed", tooBig) : this.finish(record, "completed", undefined, extra, artifact))
     } catch (err) {
-      if (record.finished) return
-      if (record.progress !== undefined) await record.progress.settled()
       if (record.finished) return
       const reason = record.controller.signal.aborted ? String((record.controller.signal.reason as Error)?.message ?? "aborted") : describeError(err)
       this.opts.log.warn({ taskId: record.task.id, ...errorFields(err) }, "task failed")

@@ -54,12 +54,12 @@ export function cannotResume(): A2AError {
 
 /**
  * The Task first (with id `firstId`), then its events, until a state that
- * ends the stream. A fresh stream of a Task already final for now is the
- * Task alone; a resumed one (`resumed`) first replays the events up to that
- * final state. Leaving the loop closes `events`.
+ * ends the stream. A Task already final for now is the Task alone, unless
+ * `events` replay what led to it (`replays`: a resume from an earlier id).
+ * Leaving the loop closes `events`.
  */
-export async function* taskStream(first: A2ATask, firstId: number | undefined, events: AsyncIterable<PositionedEvent>, codec: WireCodec, resumed = false): AsyncIterable<StreamItem> {
-  const doneAtOnce = !resumed && isFinalForNow(first.status.state)
+export async function* taskStream(first: A2ATask, firstId: number | undefined, events: AsyncIterable<PositionedEvent>, codec: WireCodec, replays = false): AsyncIterable<StreamItem> {
+  const doneAtOnce = !replays && isFinalForNow(first.status.state)
   yield item(firstId, codec.streamEvent({ type: "task", task: first }, doneAtOnce))
   if (doneAtOnce) return
   for await (const { position, event } of events) {
@@ -129,12 +129,11 @@ export const LOG_RETRY_MS = 100
 
 /**
  * Rejects with eventsNotKept unless the log holds the event after `after`
- * (or there is none yet: `after` is the Task's last position). Events this
- * process published are waited for; with `patient`, so are another
- * server's (it saved the Task, and writes its log just after), a few reads.
+ * (a resume from before the Task's last position). Events this process
+ * published are waited for; with `patient`, so are another server's (it
+ * saved the Task, and writes its log just after), a few reads.
  */
-export async function assertResumable(log: EventLog, recorder: EventRecorder | undefined, taskId: string, after: number, position: number, patient: boolean): Promise<void> {
-  if (after >= position) return
+export async function assertResumable(log: EventLog, recorder: EventRecorder | undefined, taskId: string, after: number, patient: boolean): Promise<void> {
   await recorder?.flushed(taskId)
   for (let tries = 1; (await log.read(taskId, after, 1))[0]?.position !== after + 1; tries++) {
     if (!patient || tries >= LOG_RETRIES) throw eventsNotKept(taskId, after)
