@@ -82,7 +82,8 @@ export class StoreFollower {
    * read at every change of the Task and every LOG_RETRY_MS (another
    * server's streamed chunks change no Task until its next save). A Task
    * that is final for now without that event in its log (recovered as
-   * failed) ends the stream with its stored status.
+   * failed) ends the stream with what the stored Task adds: its new
+   * artifacts, then its status.
    */
   private async *followLog(first: A2ATask, after: number, signal: AbortSignal): AsyncIterable<PositionedEvent> {
     const log = this.opts.store.events!
