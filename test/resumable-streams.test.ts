@@ -1,7 +1,9 @@
 import { EventEmitter } from "node:events"
 import type { FastifyReply } from "fastify"
 import t, { type Test } from "tap"
+import { EventRecorder } from "../lib/a2a/event-recorder.js"
 import { eventQueue, TaskEvents } from "../lib/a2a/events.js"
+import type { EventLog } from "../lib/stores/event-log.js"
 import { writeEvents } from "../plugins/sse.js"
 import { createClient } from "../lib/client/client.js"
 import { FileTaskStore } from "../lib/stores/file.js"
@@ -268,4 +270,28 @@ t.test("memory store: a Task nobody streams costs no event log; one subscribed m
   t.same(kinds(results), ["task", "artifactUpdate", "artifactUpdate", "statusUpdate"], "the chunk said while away, the last chunk, the end")
   t.equal(joined(results.slice(1)), "away", "only what came after the last id")
   t.equal((await store.events.read(taskId, 0, 100))[0]?.position, snapshotId + 1, "the log starts after the first stream's snapshot")
+})
+
+t.test("the recorder's idle() waits for the logs it marks ended, not only for its appends", async (t) => {
+  const ending = deferred()
+  let endedCalls = 0
+  const log: EventLog = {
+    append: async () => [],
+    read: async () => [],
+    lastPosition: async () => 0,
+    ended: async () => {
+      endedCalls++
+      await ending.promise
+    },
+  }
+  const recorder = new EventRecorder(log, memoryLogger())
+  recorder.record({ position: 1, event: { type: "status", taskId: "t-1", status: { state: "completed" } } })
+  recorder.ended("t-1")
+  let idle = false
+  const stopping = recorder.idle().then(() => (idle = true))
+  await waitFor(() => endedCalls === 1, 5000, "the end to be written, after the append")
+  t.notOk(idle, "still writing the end")
+  ending.resolve()
+  await stopping
+  t.ok(idle, "idle once the end is written")
 })

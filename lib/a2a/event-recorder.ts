@@ -42,6 +42,8 @@ interface Pending {
  */
 export class EventRecorder {
   private readonly pending = new Map<string, Pending>()
+  /** Ends being written to the log: a stop waits for them too. */
+  private readonly ending = new Set<Promise<void>>()
   private timer: NodeJS.Timeout | undefined
   /** Every Task's events are written: other processes read the log (EventLog.shared). */
   readonly everyTask: boolean
@@ -81,7 +83,10 @@ export class EventRecorder {
   /** Writes everything waiting now, and resolves once it is written, or once `ms` passed (a store that hangs must not hold a stop): for a clean stop. */
   async idle(ms = Infinity): Promise<void> {
     const writing = (async () => {
-      while (this.pending.size > 0) await this.writeAll()
+      while (this.pending.size > 0 || this.ending.size > 0) {
+        await this.writeAll()
+        await Promise.all(this.ending)
+      }
     })()
     if (ms === Infinity) return writing
     await withTimeout(writing, ms).catch(() => this.logger.warn({ tasks: this.pending.size }, `stream events still not written after ${ms} ms at shutdown; left`))
@@ -152,9 +157,11 @@ export class EventRecorder {
 
   private markEnded(taskId: string): void {
     // A host log that throws instead of rejecting is reported alike.
-    Promise.resolve()
+    const ending = Promise.resolve()
       .then(() => this.log.ended(taskId))
       .catch((err: unknown) => this.logger.warn({ taskId, ...errorFields(err) }, "could not mark a finished task's event log for removal"))
+      .finally(() => this.ending.delete(ending))
+    this.ending.add(ending)
   }
 }
 
