@@ -2,6 +2,7 @@ import { EventRecorder } from "../lib/a2a/event-recorder.js"
 import { TaskEvents } from "../lib/a2a/events.js"
 import { StoreFollower } from "../lib/a2a/follower.js"
 import { JsonRpcDispatcher } from "../lib/a2a/jsonrpc.js"
+import { A2AOperations } from "../lib/a2a/operations.js"
 import type { PushSettings } from "../lib/a2a/push-configs.js"
 import { RecoveryService } from "../lib/a2a/recovery.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
@@ -23,6 +24,9 @@ interface Agent {
   store: TaskStore
   /** Push notifications' settings; undefined when push is off (a store without the capability, or opts.push false). */
   push?: PushSettings
+  /** The A2A operations every binding runs. */
+  operations: A2AOperations
+  /** The JSON-RPC binding over them. */
   dispatcher: JsonRpcDispatcher
   /** Aborts once running tasks have had their grace on close, so streams still open end too. */
   closing: AbortSignal
@@ -37,7 +41,7 @@ interface Agent {
 }
 
 /**
- * Builds the store, runner, follower, recovery and dispatcher from checked
+ * Builds the store, runner, follower, recovery, operations and bindings from checked
  * options; `pluginTimeout` is the Fastify instance's, which bounds preClose.
  */
 export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, pluginTimeout: number): Promise<Agent> {
@@ -74,7 +78,8 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
   if (push) sender = new PushSender({ ...senderSettings(pushOptions), store: push.store, log, instance: runner.self.instance, signer })
   const follower = new StoreFollower({ store, runner, log, recorder })
   const streams = new StreamSlots({ maxStreams: opts.maxStreams, maxStreamsPerPrincipal: opts.maxStreamsPerPrincipal })
-  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower, streams, unownedTasksBelongTo: opts.auth?.unownedTasksBelongTo, push, recorder })
+  const operations = new A2AOperations({ store, runner, events, follower, streams, unownedTasksBelongTo: opts.auth?.unownedTasksBelongTo, push, recorder })
+  const dispatcher = new JsonRpcDispatcher(operations)
   // A recovered Task is over: its log (events its dead server wrote) goes after the retention, like any finished Task's.
   const saveRecovered = async (task: A2ATask) => {
     await saveTransition(task)
@@ -85,6 +90,7 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
   return {
     store,
     push,
+    operations,
     dispatcher,
     closing: closing.signal,
     ...(signer && { jwks: signer.jwks }),

@@ -14,6 +14,7 @@ import { EventRecorder } from "../lib/a2a/event-recorder.js"
 import { TaskEvents } from "../lib/a2a/events.js"
 import { StoreFollower } from "../lib/a2a/follower.js"
 import { JsonRpcDispatcher, type DispatchOutcome } from "../lib/a2a/jsonrpc.js"
+import { A2AOperations } from "../lib/a2a/operations.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
 import { createLocalClient, type Client, type ModelFunction } from "../lib/client/client.js"
 import type { Logger } from "../lib/log.js"
@@ -306,7 +307,7 @@ export function dispatcherFor(respond: ModelFunction | Client = () => "DONE", st
   // As the plugin does: events go to the store's log when it has one.
   const recorder = store.events === undefined ? undefined : new EventRecorder(store.events, log)
   const runner = new TaskRunner({ store, client, log, events, recorder })
-  const dispatcher = new JsonRpcDispatcher({ store, runner, events, recorder, follower: new StoreFollower({ store, runner, log, recorder }) })
+  const dispatcher = new JsonRpcDispatcher(new A2AOperations({ store, runner, events, recorder, follower: new StoreFollower({ store, runner, log, recorder }) }))
   const call = async (body: unknown, version?: string) => answerOf(await dispatcher.dispatch(body, { log, version }))
   return { store, log, events, runner, dispatcher, recorder, call }
 }

@@ -2,6 +2,7 @@ import t, { type Test } from "tap"
 import { TaskEvents } from "../lib/a2a/events.js"
 import { StoreFollower } from "../lib/a2a/follower.js"
 import { JsonRpcDispatcher, type DispatchOutcome } from "../lib/a2a/jsonrpc.js"
+import { A2AOperations } from "../lib/a2a/operations.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
 import { StreamSlots, type StreamLimits } from "../lib/a2a/stream-slots.js"
 import { createLocalClient } from "../lib/client/client.js"
@@ -35,7 +36,7 @@ function core(t: Test, limits: StreamLimits) {
   const events = new TaskEvents()
   const runner = new TaskRunner({ store, client: model.client, log, events })
   const slots = new StreamSlots(limits)
-  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower: new StoreFollower({ store, runner, log }), streams: slots })
+  const dispatcher = new JsonRpcDispatcher(new A2AOperations({ store, runner, events, follower: new StoreFollower({ store, runner, log }), streams: slots }))
   t.teardown(() => runner.stop(0))
   const open = async (body: unknown, who: { principal?: string; address?: string }) => {
     const peer = new AbortController()

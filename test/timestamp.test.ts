@@ -2,6 +2,7 @@ import t from "tap"
 import { TaskEvents } from "../lib/a2a/events.js"
 import { StoreFollower } from "../lib/a2a/follower.js"
 import { JsonRpcDispatcher } from "../lib/a2a/jsonrpc.js"
+import { A2AOperations } from "../lib/a2a/operations.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
 import { createLocalClient } from "../lib/client/client.js"
 import { normalizeTimestamp } from "../lib/timestamp.js"
@@ -59,7 +60,7 @@ function dispatcher() {
   const log = memoryLogger()
   const events = new TaskEvents()
   const runner = new TaskRunner({ store, client: createLocalClient(() => "x"), log, events })
-  const rpcs = new JsonRpcDispatcher({ store, runner, events, follower: new StoreFollower({ store, runner, log }) })
+  const rpcs = new JsonRpcDispatcher(new A2AOperations({ store, runner, events, follower: new StoreFollower({ store, runner, log }) }))
   const call = async (body: unknown, version?: string) => JSON.parse((await rpcs.dispatch(body, { log, version })).body!)
   return { store, call }
 }
