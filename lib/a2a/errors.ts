@@ -1,6 +1,7 @@
 /**
- * Every JSON-RPC error the server answers with, in one table. Handlers throw
- * an `A2AError`; the dispatcher turns it into the response's `error` object.
+ * Every error the server answers with, in one table: its JSON-RPC code
+ * here, its HTTP status, gRPC status and ErrorInfo reason in BINDING_ERRORS.
+ * Operations throw an `A2AError`; each binding renders it in its own form.
  */
 export const ErrorCode = {
   ParseError: -32700,
@@ -13,10 +14,55 @@ export const ErrorCode = {
   PushNotificationNotSupported: -32003,
   UnsupportedOperation: -32004,
   ContentTypeNotSupported: -32005,
+  InvalidAgentResponse: -32006,
+  ExtendedAgentCardNotConfigured: -32007,
+  ExtensionSupportRequired: -32008,
   VersionNotSupported: -32009,
 } as const
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]
+
+/** gRPC status codes (grpc/status.h), named as google.rpc.Code names them. */
+export const GrpcStatus = {
+  INVALID_ARGUMENT: 3,
+  NOT_FOUND: 5,
+  FAILED_PRECONDITION: 9,
+  UNIMPLEMENTED: 12,
+  INTERNAL: 13,
+  UNAUTHENTICATED: 16,
+} as const
+
+export type GrpcStatusName = keyof typeof GrpcStatus
+
+/** How an error shows on the REST and gRPC bindings (the A2A spec's §5.4 table; the JSON-RPC-only errors as their nearest kin). */
+export interface BindingError {
+  /** The HTTP status of a REST answer. */
+  http: number
+  /** The gRPC status, by name (google.rpc.Status and the REST body's `status` say it so). */
+  grpc: GrpcStatusName
+  /** google.rpc.ErrorInfo's reason: the A2A error type in UPPER_SNAKE_CASE, without "Error". */
+  reason: string
+}
+
+export const BINDING_ERRORS: Readonly<Record<ErrorCode, BindingError>> = {
+  [ErrorCode.ParseError]: { http: 400, grpc: "INVALID_ARGUMENT", reason: "PARSE_ERROR" },
+  [ErrorCode.InvalidRequest]: { http: 400, grpc: "INVALID_ARGUMENT", reason: "INVALID_REQUEST" },
+  [ErrorCode.MethodNotFound]: { http: 404, grpc: "UNIMPLEMENTED", reason: "METHOD_NOT_FOUND" },
+  [ErrorCode.InvalidParams]: { http: 400, grpc: "INVALID_ARGUMENT", reason: "INVALID_PARAMS" },
+  [ErrorCode.InternalError]: { http: 500, grpc: "INTERNAL", reason: "INTERNAL_ERROR" },
+  [ErrorCode.TaskNotFound]: { http: 404, grpc: "NOT_FOUND", reason: "TASK_NOT_FOUND" },
+  [ErrorCode.TaskNotCancelable]: { http: 400, grpc: "FAILED_PRECONDITION", reason: "TASK_NOT_CANCELABLE" },
+  [ErrorCode.PushNotificationNotSupported]: { http: 400, grpc: "FAILED_PRECONDITION", reason: "PUSH_NOTIFICATION_NOT_SUPPORTED" },
+  [ErrorCode.UnsupportedOperation]: { http: 400, grpc: "FAILED_PRECONDITION", reason: "UNSUPPORTED_OPERATION" },
+  [ErrorCode.ContentTypeNotSupported]: { http: 400, grpc: "INVALID_ARGUMENT", reason: "CONTENT_TYPE_NOT_SUPPORTED" },
+  [ErrorCode.InvalidAgentResponse]: { http: 500, grpc: "INTERNAL", reason: "INVALID_AGENT_RESPONSE" },
+  [ErrorCode.ExtendedAgentCardNotConfigured]: { http: 400, grpc: "FAILED_PRECONDITION", reason: "EXTENDED_AGENT_CARD_NOT_CONFIGURED" },
+  [ErrorCode.ExtensionSupportRequired]: { http: 400, grpc: "FAILED_PRECONDITION", reason: "EXTENSION_SUPPORT_REQUIRED" },
+  [ErrorCode.VersionNotSupported]: { http: 400, grpc: "FAILED_PRECONDITION", reason: "VERSION_NOT_SUPPORTED" },
+}
+
+/** The domain of every ErrorInfo the server sends. */
+export const ERROR_DOMAIN = "a2a-protocol.org"
 
 export interface JsonRpcErrorObject {
   code: number
@@ -51,4 +97,15 @@ export class A2AError extends Error {
 /** Keeps ids echoed in messages to a readable size. */
 export function truncate(text: string, max = 128): string {
   return text.length <= max ? text : text.slice(0, max) + "…"
+}
+
+/** google.rpc.ErrorInfo for an error: its reason, our domain, and its data's plain fields (a task id, a field name) as metadata. */
+export function errorInfo(error: A2AError): { reason: string; domain: string; metadata: Record<string, string> } {
+  const metadata: Record<string, string> = {}
+  if (error.data !== null && typeof error.data === "object" && !Array.isArray(error.data)) {
+    for (const [key, value] of Object.entries(error.data)) {
+      if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") metadata[key] = String(value)
+    }
+  }
+  return { reason: BINDING_ERRORS[error.code].reason, domain: ERROR_DOMAIN, metadata }
 }
