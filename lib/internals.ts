@@ -22,6 +22,8 @@ export interface RunnerId {
 interface TaskInternals {
   /** The principal that created the Task; only it can see the Task. Absent when the server has no authentication. */
   principal?: string
+  /** The tenant the Task was created under (a 1.0 request's `tenant`): only requests naming it reach the Task. Absent: no tenant. */
+  tenant?: string
   /** Which process runs (or last ran) the Task. */
   runner?: RunnerId
   /**
@@ -134,6 +136,21 @@ export function ownerOf(task: A2ATask): string | null | false {
 
 function ownerFromField(field: unknown): string | null | false {
   return field === undefined ? null : typeof field === "string" ? field : false
+}
+
+/**
+ * A Task's tenant, for store queries (TaskQuery.tenant): the one it was
+ * created under, `null` for none. `false` when that field holds something
+ * other than a name (not written by this server): no query's tenant matches.
+ */
+export function tenantOf(task: A2ATask): string | null | false {
+  const field = internalsOf(task).tenant
+  return field === undefined ? null : typeof field === "string" ? field : false
+}
+
+/** Whether a Task was created under `tenant` (`null`: under none). A Task is reached only under its own tenant, and one without a tenant only without one. */
+export function isInTenant(task: A2ATask, tenant: string | null): boolean {
+  return tenantOf(task) === tenant
 }
 
 /**

@@ -15,7 +15,7 @@ import type { A2AMessage, A2APart, A2ATask } from "../types.js"
  */
 export async function earlierTurns(
   task: A2ATask,
-  opts: { store: TaskStore; log: Logger; limit: number; lookUpContext: boolean; owners: ReadonlyArray<string | null> | undefined },
+  opts: { store: TaskStore; log: Logger; limit: number; lookUpContext: boolean; owners: ReadonlyArray<string | null> | undefined; tenant: string | null },
 ): Promise<ChatMessage[]> {
   const own = (task.history ?? []).slice(0, -1)
   let earlier: A2AMessage[] = []
@@ -23,7 +23,7 @@ export async function earlierTurns(
   if (opts.lookUpContext && store.list && task.contextId !== undefined) {
     try {
       // Only the turns the caller may read: a shared contextId must not leak another's conversation.
-      const page = await store.list({ contextId: task.contextId, pageSize: MAX_PAGE_SIZE, owners: opts.owners })
+      const page = await store.list({ contextId: task.contextId, pageSize: MAX_PAGE_SIZE, owners: opts.owners, tenant: opts.tenant })
       earlier = page.tasks
         .filter((other) => other.id !== task.id)
         .reverse()

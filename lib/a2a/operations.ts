@@ -1,4 +1,4 @@
-import { isVisibleTo, mayRead, ownersVisibleTo, positionOf } from "../internals.js"
+import { isInTenant, isVisibleTo, mayRead, ownersVisibleTo, positionOf } from "../internals.js"
 import { errorFields, type Logger } from "../log.js"
 import type { TaskStore } from "../stores/task-store.js"
 import type { A2AMessage, A2ATask } from "../types.js"
@@ -15,6 +15,7 @@ import {
   parsePushConfigRef,
   parseSendMessageParams,
   parseTaskIdParams,
+  parseTenant,
   type PushConfigInput,
   type SendMessageParams,
 } from "./params.js"
@@ -108,6 +109,8 @@ interface OperationCall {
   principal?: string
   address?: string
   lastEventId?: string | string[]
+  /** The tenant the request names (null: none): a Task is reached only under its own. */
+  tenant: string | null
   taskId?: string
 }
 
@@ -171,8 +174,10 @@ export class A2AOperations {
       principal: ctx.principal,
       address: ctx.address,
       lastEventId: ctx.lastEventId,
+      tenant: null,
     }
     try {
+      call.tenant = parseTenant(params, ctx.version)
       const answer = await this.operations.get(name)!(params, call)
       if ("stream" in answer) answer.stream = failingAsA2AErrors(answer.stream, call)
       return { answer, taskId: call.taskId }
@@ -246,7 +251,7 @@ export class A2AOperations {
       }
       started = await this.opts.runner.resume(existing, message, { principal: call.principal, historyOwners: this.ownersVisibleTo(call), watch, beforeSave })
     } else {
-      started = await this.opts.runner.start(message, { principal: call.principal, historyOwners: this.ownersVisibleTo(call), watch, beforeSave })
+      started = await this.opts.runner.start(message, { principal: call.principal, tenant: call.tenant, historyOwners: this.ownersVisibleTo(call), watch, beforeSave })
     }
     call.taskId = started.task.id
     return started
@@ -265,7 +270,7 @@ export class A2AOperations {
       throw A2AError.taskNotFound(id)
     }
     const answer = this.rendered.answer(id, text, `${call.codec.version} ${historyLength ?? ""}`, render)
-    if (!mayRead(this.ownersVisibleTo(call), answer.owner)) throw A2AError.taskNotFound(id)
+    if (!mayRead(this.ownersVisibleTo(call), answer.owner) || answer.tenant !== call.tenant) throw A2AError.taskNotFound(id)
     return { resultJson: answer.json }
   }
 
@@ -273,7 +278,7 @@ export class A2AOperations {
     const { store } = this.opts
     if (!store.list) throw new A2AError(ErrorCode.UnsupportedOperation, "ListTasks is not supported: this agent's task store cannot list tasks")
     const { query, historyLength } = parseListTasksQuery(raw, call.codec.version)
-    const page = await store.list({ ...query, owners: this.ownersVisibleTo(call) })
+    const page = await store.list({ ...query, owners: this.ownersVisibleTo(call), tenant: call.tenant })
     return {
       result: {
         tasks: page.tasks.map((task) => call.codec.task(withHistoryLength(task, historyLength))),
@@ -311,7 +316,7 @@ export class A2AOperations {
         // Taken in the same tick as the subscription (no await between): the exact point the stream continues from.
         const current = this.opts.runner.current(params.id)
         const task = current?.task ?? (await this.opts.store.get(params.id))
-        if (task === undefined || !isVisibleTo(task, this.ownersVisibleTo(call))) throw A2AError.taskNotFound(params.id)
+        if (task === undefined || !this.reaches(task, call)) throw A2AError.taskNotFound(params.id)
         if (after === undefined && isTerminal(task.status.state)) {
           throw new A2AError(ErrorCode.UnsupportedOperation, `Task ${truncate(task.id)} is already ${task.status.state}; read it with GetTask`)
         }
@@ -403,8 +408,13 @@ export class A2AOperations {
   /** The Task, if it exists and the caller may see it; "not found" otherwise, so ids of others' Tasks reveal nothing. */
   private async read(id: string, call: OperationCall): Promise<A2ATask> {
     const task = await this.opts.store.get(id)
-    if (task === undefined || !isVisibleTo(task, this.ownersVisibleTo(call))) throw A2AError.taskNotFound(id)
+    if (task === undefined || !this.reaches(task, call)) throw A2AError.taskNotFound(id)
     return task
+  }
+
+  /** Whether the call may reach the Task: the caller may see its owner's Tasks, and it names the Task's tenant. */
+  private reaches(task: A2ATask, call: OperationCall): boolean {
+    return isVisibleTo(task, this.ownersVisibleTo(call)) && isInTenant(task, call.tenant)
   }
 
   /** Whose Tasks the caller may see, read, list, continue and cancel, and have its model read: ownersVisibleTo's rule. */

@@ -449,3 +449,17 @@ function pathSegment(key: string): string {
   if (/^[A-Za-z_$][\w$]*$/.test(key)) return `.${key}`
   return `[${JSON.stringify(key)}]`
 }
+
+/**
+ * The tenant a request names (1.0's `tenant` field, on every request; the
+ * REST binding's `/{tenant}/` prefix puts it there): null for none, which is
+ * a tenant of its own. 0.3 requests have no tenant.
+ */
+export function parseTenant(raw: unknown, version: WireVersion): string | null {
+  if (version === "0.3" || raw === null || typeof raw !== "object" || Array.isArray(raw)) return null
+  const tenant = (raw as { tenant?: unknown }).tenant
+  if (tenant === undefined || tenant === "") return null
+  if (typeof tenant !== "string") throw A2AError.invalidParams("params.tenant", "must be a string naming a tenant")
+  if (tenant.length > MAX_ID) throw A2AError.invalidParams("params.tenant", `must be at most ${MAX_ID} characters`)
+  return tenant
+}

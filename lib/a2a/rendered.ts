@@ -1,6 +1,6 @@
 import { BoundedCache, type CacheBounds } from "../bounded-cache.js"
 import { heapShare, textHeapBytes } from "../heap-budget.js"
-import { internalsOf } from "../internals.js"
+import { internalsOf, tenantOf } from "../internals.js"
 import type { A2ATask } from "../types.js"
 
 /** A Task's answer as JSON text, and who may read it. */
@@ -8,6 +8,8 @@ interface RenderedAnswer {
   json: string
   /** The principal that owns the Task; undefined when it was created without authentication. */
   owner: string | undefined
+  /** The tenant it was created under (tenantOf). */
+  tenant: ReturnType<typeof tenantOf>
 }
 
 /** Renderings kept per Task: the wire versions, with or without a history length. */
@@ -22,6 +24,7 @@ interface Entry {
   /** The stored text the answers were rendered from. */
   text: string
   owner: string | undefined
+  tenant: ReturnType<typeof tenantOf>
   /** JSON text by rendering key (wire version and history length). */
   answers: Map<string, string>
 }
@@ -58,7 +61,7 @@ export class RenderedTasks {
     let task: A2ATask | undefined
     if (entry === undefined || entry.text !== text) {
       task = JSON.parse(text) as A2ATask
-      entry = { text, owner: internalsOf(task).principal, answers: new Map() }
+      entry = { text, owner: internalsOf(task).principal, tenant: tenantOf(task), answers: new Map() }
     }
     let json = entry.answers.get(key)
     if (json === undefined) {
@@ -69,7 +72,7 @@ export class RenderedTasks {
       // Weighed anew with its new answer; one over the whole budget is not kept.
       this.entries.set(id, entry)
     }
-    return { json, owner: entry.owner }
+    return { json, owner: entry.owner, tenant: entry.tenant }
   }
 
   /** Drops what was rendered for a Task the store no longer holds. */

@@ -13,7 +13,7 @@ import type { EventRecorder } from "./event-recorder.js"
 import { ProgressSaves } from "./progress-saves.js"
 import { StreamedAnswer } from "./streamed-answer.js"
 import { DEFAULT_MAX_TASK_BYTES, jsonBytes, jsonBytesAtMost, jsonBytesAtMostOf } from "./task-size.js"
-import { currentRunner, internalsOf, ownersVisibleTo, positionOf, retireRunner, withInternals, withPosition, type RunnerId } from "../internals.js"
+import { currentRunner, internalsOf, ownersVisibleTo, positionOf, retireRunner, tenantOf, withInternals, withPosition, type RunnerId } from "../internals.js"
 import { copyWith } from "../objects.js"
 import { MAX_TIMER_MS } from "../duration.js"
 import type { SaveTransition } from "./transitions.js"
@@ -49,6 +49,8 @@ export const DEFAULT_PROGRESS_SAVE_MS = 250
 interface StartOptions {
   /** The authenticated principal; the Task is visible only to it. */
   principal?: string
+  /** The tenant a new Task is created under (a 1.0 request's `tenant`); null or omitted: none. A continued Task keeps its own. */
+  tenant?: string | null
   /**
    * The owners whose Tasks of the same context may reach the model's history: what the caller may
    * read (ownersVisibleTo). Omitted: ownersVisibleTo(principal), the principal's own Tasks.
@@ -205,7 +207,7 @@ export class TaskRunner {
     const message = this.stamp(incoming, id, contextId)
     const fresh: A2ATask = { id, contextId, kind: "task", status: { state: "submitted", timestamp: now() }, history: [message] }
     // Its first event, the Task's creation, is position 1 of its log.
-    const task = withInternals(fresh, { principal: opts.principal, runner: this.self, events: 1 })
+    const task = withInternals(fresh, { principal: opts.principal, ...(typeof opts.tenant === "string" && { tenant: opts.tenant }), runner: this.self, events: 1 })
     const bytes = this.bytesOf(task)
     if (bytes > this.maxTaskBytes) {
       throw this.tooLarge(`params.message makes a Task of ${bytes} bytes`, "send a smaller message, or split it over several tasks")
@@ -463,7 +465,16 @@ export class TaskRunner {
     const { client, toolkit } = this.opts
     try {
       await this.transition(record, { ...record.task, status: { state: "working", timestamp: now() } })
-      const history = await earlierTurns(record.task, { store: this.opts.store, log: this.opts.log, limit: CONTEXT_MESSAGES, lookUpContext, owners: historyOwners })
+      // The context's earlier Tasks of the Task's own tenant only (a tenant field not written by this server: none of them).
+      const tenant = tenantOf(record.task)
+      const history = await earlierTurns(record.task, {
+        store: this.opts.store,
+        log: this.opts.log,
+        limit: CONTEXT_MESSAGES,
+        lookUpContext: lookUpContext && tenant !== false,
+        owners: historyOwners,
+        tenant: tenant === false ? null : tenant,
+      })
       const prompt = promptFrom(record.task.history?.at(-1))
       // A turn answered whole is sent whole with the state it ends in, as one artifact event, not as chunks.
       const onText = (delta: string, info: TextInfo) => {

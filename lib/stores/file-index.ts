@@ -56,7 +56,7 @@ export function unchanged(stamp: FileStamp | undefined, stats: FileStat): boolea
 }
 
 export function sameKey(a: ListKey, b: ListKey): boolean {
-  return a.id === b.id && a.contextId === b.contextId && a.state === b.state && a.timestamp === b.timestamp && a.owner === b.owner
+  return a.id === b.id && a.contextId === b.contextId && a.state === b.state && a.timestamp === b.timestamp && a.owner === b.owner && a.tenant === b.tenant
 }
 
 /** `run(item)` for every item, at most `limit` at a time; the results in the items' order. */

@@ -1,4 +1,4 @@
-import { ownerOf } from "../internals.js"
+import { ownerOf, tenantOf } from "../internals.js"
 import type { A2ATask, TaskState } from "../types.js"
 
 /** What ListTasks asks a store for, in the stored form's terms. */
@@ -9,6 +9,11 @@ export interface TaskQuery {
    * Absent: Tasks of any owner. An empty list matches nothing.
    */
   owners?: ReadonlyArray<string | null>
+  /**
+   * Only Tasks created under this tenant; `null`: only those created under
+   * none. Absent: Tasks of every tenant (the server always names one, or null).
+   */
+  tenant?: string | null
   contextId?: string
   status?: TaskState
   /** Only Tasks whose status changed at or after this ISO-8601 time. */
@@ -46,10 +51,11 @@ export interface ListKey {
   /** status.timestamp, "" when missing. */
   timestamp: string
   owner: ReturnType<typeof ownerOf>
+  tenant: ReturnType<typeof tenantOf>
 }
 
 export function listKeyOf(task: A2ATask): ListKey {
-  return { id: task.id, contextId: task.contextId, state: task.status.state, timestamp: task.status.timestamp ?? "", owner: ownerOf(task) }
+  return { id: task.id, contextId: task.contextId, state: task.status.state, timestamp: task.status.timestamp ?? "", owner: ownerOf(task), tenant: tenantOf(task) }
 }
 
 /** Where a page ends: the sort key of its last Task. */
@@ -94,6 +100,9 @@ export function checkQuery(query: TaskQuery): number {
   if (owners !== undefined && !(Array.isArray(owners) && owners.every((owner) => owner === null || typeof owner === "string"))) {
     throw new TypeError("list: query.owners should be an array of principal names (strings) and null (for Tasks without an owner)")
   }
+  if (query.tenant !== undefined && query.tenant !== null && typeof query.tenant !== "string") {
+    throw new TypeError("list: query.tenant should be a tenant's name, or null for the Tasks created under none")
+  }
   return pageSize
 }
 
@@ -106,6 +115,7 @@ function compareNewestFirst(aTime: string, aId: string, bTime: string, bId: stri
 /** True when a Task's key matches the query's filters (not its paging). */
 function matchesQuery(key: ListKey, query: TaskQuery): boolean {
   if (query.owners !== undefined && (key.owner === false || !query.owners.includes(key.owner))) return false
+  if (query.tenant !== undefined && key.tenant !== query.tenant) return false
   if (query.contextId !== undefined && key.contextId !== query.contextId) return false
   if (query.status !== undefined && key.state !== query.status) return false
   if (query.statusTimestampAfter !== undefined && key.timestamp < query.statusTimestampAfter) return false

@@ -1,4 +1,4 @@
-import { ownerOf } from "../internals.js"
+import { ownerOf, tenantOf } from "../internals.js"
 import type { A2ATask } from "../types.js"
 import { TERMINAL_STATES } from "../types.js"
 import { errorReporter, type ReportError, type TaskStoreOptions } from "./background-errors.js"
@@ -127,6 +127,7 @@ const RETENTION_BATCH = 1000
  *       principal text,
  *       version bigint NOT NULL DEFAULT 1
  *     );
+ *     ALTER TABLE "toolnexus_tasks" ADD COLUMN IF NOT EXISTS tenant text;
  *     CREATE INDEX IF NOT EXISTS "toolnexus_tasks_ts_id" ON "toolnexus_tasks" (status_ts DESC, id DESC);
  *     CREATE INDEX IF NOT EXISTS "toolnexus_tasks_context" ON "toolnexus_tasks" USING hash (context_id);
  *     CREATE TABLE IF NOT EXISTS "toolnexus_leases" (
@@ -187,6 +188,8 @@ const RETENTION_BATCH = 1000
  * `task` is the whole Task and the truth; the other columns are copies for
  * filtering and ordering: `status_ts` is status.timestamp ('' when missing),
  * `principal` is the Task's owner (`ownerOf`, what `TaskQuery.owners` names),
+ * `tenant` the tenant it was created under (`tenantOf`, `TaskQuery.tenant`;
+ * added to tables made before tenants by the store's open, or by hand),
  * `version` counts the writes.
  * COLLATE "C" orders by code point, as ListTasks' JavaScript ordering does
  * (the two differ only between U+E000-U+FFFF and characters past U+FFFF).
@@ -325,6 +328,8 @@ export class PostgresTaskStore implements TaskStore {
     const param = (value: unknown) => `$${params.push(value)}`
     const filters = ["true"]
     if (query.owners !== undefined) filters.push(ownerFilter(query.owners, param))
+    if (query.tenant === null) filters.push("tenant IS NULL")
+    else if (query.tenant !== undefined) filters.push(`tenant = ${param(textKey(query.tenant))}`)
     if (query.contextId !== undefined) filters.push(`context_id = ${param(textKey(query.contextId))}`)
     if (query.status !== undefined) filters.push(`state = ${param(textKey(query.status))}`)
     if (query.statusTimestampAfter !== undefined) filters.push(`status_ts >= ${param(textKey(query.statusTimestampAfter))}`)
@@ -436,7 +441,7 @@ export class PostgresTaskStore implements TaskStore {
   /** Resolves with how many notifications the save enqueued. */
   private async write(id: string, row: ReturnType<typeof rowOf>, event: string | undefined): Promise<number> {
     const pool = await this.pool()
-    const params = [row.id, row.document, row.state, row.statusTs, row.contextId, row.owner, this.channel, TERMINAL]
+    const params = [row.id, row.document, row.state, row.statusTs, row.contextId, [row.owner, row.tenant], this.channel, TERMINAL]
     const [statement, values] = event === undefined ? [this.sql.save, params] : [this.sql.saveWithEvent, [...params, event, Date.now(), `${this.channel}_push`]]
     // A refused row deleted before it was read back leaves room to insert: try again, a few times at most.
     for (let attempt = 1; ; attempt++) {
@@ -511,7 +516,7 @@ export class PostgresTaskStore implements TaskStore {
   private async createTables(pool: PgPool): Promise<void> {
     const { configs, outbox, dead } = pushTables(this.table)
     const { events, ends } = eventTables(this.eventTable)
-    const { rows } = await pool.query<{ ready: boolean }>(this.sql.tablesExist, [[this.sql.table, this.sql.leaseTable, configs, outbox, dead, events, ends]])
+    const { rows } = await pool.query<{ ready: boolean }>(this.sql.tablesExist, [[this.sql.table, this.sql.leaseTable, configs, outbox, dead, events, ends], this.sql.table])
     if (rows[0].ready) return
     const schema = schemaSql(this.table, this.leaseTable, this.eventTable)
     try {
@@ -687,6 +692,8 @@ function schemaSql(table: string, leaseTable: string, eventTable: string): strin
     `  principal text,`,
     `  version bigint NOT NULL DEFAULT 1`,
     `);`,
+    // Tables made before tenants gain the column; a new one has it from here.
+    `ALTER TABLE "${table}" ADD COLUMN IF NOT EXISTS tenant text;`,
     `CREATE INDEX IF NOT EXISTS "${table}_ts_id" ON "${table}" (status_ts DESC, id DESC);`,
     // Hash: equality is all ListTasks needs, and unlike a btree it takes a client's contextId of any length.
     `CREATE INDEX IF NOT EXISTS "${table}_context" ON "${table}" USING hash (context_id);`,
@@ -704,17 +711,21 @@ function statements(table: string, leaseTable: string, eventTable: string) {
   const tasks = `"${table}"`
   const leases = `"${leaseTable}"`
   // One statement: the write, the terminal-state guard and the NOTIFY (sent at commit) stand or fall together.
-  const written = `INSERT INTO ${tasks} AS stored (id, task, state, status_ts, context_id, principal, version)
-             VALUES ($1, $2::jsonb, $3, $4, $5, $6, 1)
+  // $6 is the pair [owner, tenant], so the statements built on this one keep their parameters' numbers.
+  const written = `INSERT INTO ${tasks} AS stored (id, task, state, status_ts, context_id, principal, tenant, version)
+             VALUES ($1, $2::jsonb, $3, $4, $5, ($6::text[])[1], ($6::text[])[2], 1)
              ON CONFLICT (id) DO UPDATE SET
                task = excluded.task, state = excluded.state, status_ts = excluded.status_ts,
-               context_id = excluded.context_id, principal = excluded.principal, version = stored.version + 1
+               context_id = excluded.context_id, principal = excluded.principal, tenant = excluded.tenant, version = stored.version + 1
              WHERE stored.state <> ALL ($8::text[])
              RETURNING id`
   return {
     table: tasks,
     leaseTable: leases,
-    tablesExist: `SELECT bool_and(to_regclass(name) IS NOT NULL) AS ready FROM unnest($1::text[]) AS name`,
+    // Ready: every table, and the tasks table has its tenant column (one made before tenants lacks it).
+    tablesExist: `SELECT bool_and(to_regclass(name) IS NOT NULL)
+                     AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($2) AND attname = 'tenant' AND NOT attisdropped) AS ready
+                    FROM unnest($1::text[]) AS name`,
     get: `SELECT task::text AS task FROM ${tasks} WHERE id = $1`,
     save: `WITH written AS (${written}) SELECT pg_notify($7, id) FROM written`,
     // The same, enqueueing the event for each of the Task's push configs: a refused save enqueues nothing.
@@ -759,6 +770,7 @@ function rowOf(task: A2ATask) {
   if (Buffer.byteLength(statusTs) > MAX_TIMESTAMP_BYTES) throw new RangeError("PostgresTaskStore: status.timestamp should be an ISO-8601 time")
   const json = JSON.stringify(task)
   const owner = ownerOf(task)
+  const tenant = tenantOf(task)
   return {
     id,
     document: jsonbDocument(json),
@@ -767,6 +779,8 @@ function rowOf(task: A2ATask) {
     contextId: typeof task.contextId === "string" ? textKey(task.contextId) : null,
     // An owner field that is not a name matches no owner a query names: no name's key equals ESCAPED alone.
     owner: owner === null ? null : owner === false ? ESCAPED : textKey(owner),
+    // The same for a tenant field that is not a name: no tenant's key equals ESCAPED alone.
+    tenant: tenant === null ? null : tenant === false ? ESCAPED : textKey(tenant),
   }
 }
 
