@@ -8,6 +8,9 @@ export const sendMessageBody = () =>
 
 export const getTaskBody = (id) => JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id } })
 
+/** The HTTP+JSON (REST) SendMessage body: the JSON-RPC params alone, for `POST /message:send`. */
+export const restSendMessageBody = () => JSON.stringify({ message: { messageId: "m", role: "ROLE_USER", parts: [{ text: "hi" }] } })
+
 /** One JSON-RPC call, parsed; throws on an HTTP error. */
 export async function call(url, body) {
   const res = await fetch(url + "/", { method: "POST", headers: A2A_HEADERS, body })
@@ -23,19 +26,34 @@ export async function sendAndComplete(url) {
   return task
 }
 
+/** A blocking SendMessage over HTTP+JSON (`POST <base>/message:send`) whose answer must be a completed Task; resolves with it. */
+export async function restSendAndComplete(base) {
+  const res = await fetch(`${base.replace(/\/$/, "")}/message:send`, { method: "POST", headers: A2A_HEADERS, body: restSendMessageBody() })
+  const text = await res.text()
+  let task
+  try {
+    task = JSON.parse(text).task
+  } catch {
+    // Not JSON: the message below says what came.
+  }
+  if (!res.ok || task?.status?.state !== "TASK_STATE_COMPLETED") throw new Error(`${base}: POST /message:send answered HTTP ${res.status}: ${text.slice(0, 300)}`)
+  return task
+}
+
 /**
  * Runs autocannon against `url` and returns its numbers. Every answer is checked to be
  * HTTP 200 holding a completed Task, so a server answering JSON-RPC errors fast cannot win.
- * `bodies` (optional) are cycled through, one per request.
+ * `bodies` (optional) are cycled through, one per request. `method` and `path` default to
+ * JSON-RPC's POST / (the HTTP+JSON rows give theirs: a GET goes without a body or content-type).
  */
-export async function load({ url, body, bodies, seconds, connections = 32, pipelining = 1 }) {
+export async function load({ url, body, bodies, seconds, connections = 32, pipelining = 1, method = "POST", path = "/" }) {
   let wrong = 0
   let next = 0
   const request = {
-    method: "POST",
-    path: "/",
-    headers: A2A_HEADERS,
-    body: body ?? bodies[0],
+    method,
+    path,
+    headers: method === "GET" ? { "a2a-version": A2A_HEADERS["a2a-version"] } : A2A_HEADERS,
+    ...(method !== "GET" && { body: body ?? bodies[0] }),
     onResponse: (status, text) => {
       if (status !== 200 || !text.includes("TASK_STATE_COMPLETED")) wrong++
     },

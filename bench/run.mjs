@@ -3,7 +3,8 @@
 // BENCH_CONNECTIONS (default 32), BENCH_FILE_ROUNDS (FileTaskStore against raw fs, default 8),
 // BENCH_GROWTH (file-store sizes, default "1000,10000,100000"), BENCH_LIST_TASKS (file-store listing, default 10000),
 // BENCH_PUSH_TASKS, the streaming phase's BENCH_STREAM_CHUNKS, BENCH_STREAM_CONNECTIONS, BENCH_TTFT_SAMPLES,
-// BENCH_IDLE_STREAMS, and BENCH_ONLY (a comma-separated list of phases to run alone, printed, no report written).
+// BENCH_IDLE_STREAMS, the bindings phase's BENCH_GRPC_CHANNELS, and BENCH_ONLY (a comma-separated list of phases to
+// run alone, printed, no report written).
 import { execFileSync } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import fs from "node:fs"
@@ -11,6 +12,7 @@ import fsp from "node:fs/promises"
 import os from "node:os"
 import path from "node:path"
 import { fileURLToPath } from "node:url"
+import { bindingRounds } from "./bindings.mjs"
 import { ask, killAll, startChild, stopChild, withChildCpu } from "./child.mjs"
 import { completedTask } from "./fixtures.mjs"
 import { call, getTaskBody, load, sendAndComplete, sendMessageBody } from "./load.mjs"
@@ -25,6 +27,8 @@ const settings = {
   seconds: Number(process.env.BENCH_SECONDS ?? 2),
   rounds: Number(process.env.BENCH_ROUNDS ?? 5),
   connections: Number(process.env.BENCH_CONNECTIONS ?? 32),
+  // The gRPC rows' connections (HTTP/2, each carrying its share of BENCH_CONNECTIONS calls in flight).
+  grpcChannels: Number(process.env.BENCH_GRPC_CHANNELS ?? 4),
   pipelining: 1,
   fileSeconds: 1,
   fileRounds: Number(process.env.BENCH_FILE_ROUNDS ?? 8),
@@ -69,6 +73,7 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
 // The phases in the order a full run takes them, by their key in results.json.
 const PHASES = {
   http: httpRounds,
+  bindings: () => bindingRounds({ settings, here, log }),
   fileStore: fileStoreOps,
   memory: memoryPerTasks,
   fileList: fileStoreList,

@@ -1,16 +1,20 @@
 // Server A/B: toolnexus serve() with an agent that answers at once (an in-process client).
-// argv: <store selector: "memory" | "file:<dir>"> <logging: "off" | "devnull">
+// argv: <store selector: "memory" | "file:<dir>"> <logging: "off" | "devnull"> [<"bindings">]
+// With "bindings", gRPC is asked for too (serve()'s `grpc` option, on a free port of its own), and the child reports
+// where its card says each binding is served: `rest` (the HTTP+JSON base URL, on the JSON-RPC port) and `grpc`
+// ("host:port"), each left out when this build does not serve it.
 import { pino } from "pino"
 import { createLocalClient, createLogger, serve } from "../../dist/index.js"
 import { reportStartFailure, serveParent } from "../child.mjs"
 
-const [store = "memory", logging = "off"] = process.argv.slice(2)
+const [store = "memory", logging = "off", extra] = process.argv.slice(2)
+const bindings = extra === "bindings"
 
 try {
   // "devnull" is serve()'s default logger (info, redaction, sync writes) pointed at /dev/null instead of stdout.
   const logger = logging === "devnull" ? createLogger({}, pino.destination({ dest: "/dev/null", sync: true })) : false
   const client = createLocalClient(({ messages }) => `echo: ${messages.at(-1)?.content ?? ""}`)
-  const served = await serve("127.0.0.1:0", { client, logger, a2a: { name: "bench", store } })
+  const served = await serve("127.0.0.1:0", { client, logger, a2a: { name: "bench", store }, ...(bindings && { grpc: "127.0.0.1:0" }) })
   serveParent(
     {
       // The time on the clock a --cpu-prof profile uses, so the analysis can leave out start-up and warm-up.
@@ -18,7 +22,15 @@ try {
     },
     () => served.stop(),
   )
-  process.send({ ready: true, url: served.url, port: Number(new URL(served.url).port) })
+  process.send({ ready: true, url: served.url, port: Number(new URL(served.url).port), ...(bindings && (await servedBindings(served))) })
 } catch (err) {
   reportStartFailure(err)
+}
+
+/** The 1.0 HTTP+JSON and gRPC interfaces the served card declares (the card lists every served interface). */
+async function servedBindings(served) {
+  const res = await fetch(`${served.url}/.well-known/agent-card.json`, { headers: { "a2a-version": "1.0" } })
+  const card = await res.json()
+  const declared = (binding) => card.supportedInterfaces?.find((i) => i.protocolBinding === binding && i.protocolVersion === "1.0")?.url
+  return { rest: declared("HTTP+JSON"), grpc: declared("GRPC") }
 }

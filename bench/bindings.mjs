@@ -1,0 +1,162 @@
+// The bindings phase (issue 14): GetTask and SendMessage→completed over JSON-RPC, HTTP+JSON (REST) and gRPC, ours
+// against the official SDK's servers of each binding, in interleaved rounds as the JSON-RPC phase (run.mjs's http).
+//
+// ours: servers/toolnexus.mjs (serve(), memory store, logger: false) with "bindings": REST on the JSON-RPC port,
+// gRPC on an address of its own, both where its agent card says. The SDK: servers/sdk-bindings.mjs, one
+// DefaultRequestHandler and InMemoryTaskStore with server C's echo executor behind its JSON-RPC and REST Express
+// handlers and its gRPC service. HTTP load from autocannon (load.mjs), gRPC load from grpc-load.mjs; every answer
+// must be a completed Task. A binding ours does not serve in this build is reported "not served", its rows empty.
+import path from "node:path"
+import { startChild, stopChild, withChildCpu } from "./child.mjs"
+import { grpcCall, grpcLoad } from "./grpc-load.mjs"
+import { getTaskBody, load, restSendAndComplete, restSendMessageBody, sendAndComplete, sendMessageBody } from "./load.mjs"
+import { median } from "./stats.mjs"
+
+export const BINDINGS = ["JSON-RPC", "HTTP+JSON", "gRPC"]
+export const SCENARIOS = ["GetTask", "SendMessage"]
+export const SIDES = [
+  { key: "ours", label: "toolnexus serve(), memory store (logger: false)", script: "toolnexus.mjs", args: ["memory", "off", "bindings"] },
+  { key: "sdk", label: "@a2a-js/sdk 1.3: Express (JSON-RPC, REST) and grpc-js (gRPC), InMemoryTaskStore", script: "sdk-bindings.mjs", args: [] },
+]
+
+/** How a binding is called: a completed Task made over it, and a load run of a scenario against it. */
+const CALLS = {
+  "JSON-RPC": {
+    endpoint: (info) => info.url,
+    seed: async (url) => (await sendAndComplete(url)).id,
+    load: (url, scenario, taskId, seconds, settings) =>
+      load({ url, body: scenario === "GetTask" ? getTaskBody(taskId) : sendMessageBody(), seconds, connections: settings.connections, pipelining: settings.pipelining }),
+  },
+  "HTTP+JSON": {
+    // Ours serves REST on the JSON-RPC port: when its card does not (yet) say so, the routes are tried there.
+    endpoint: (info) => info.rest ?? info.url,
+    seed: async (base) => (await restSendAndComplete(base)).id,
+    load: (base, scenario, taskId, seconds, settings) => {
+      const { origin, pathname } = new URL(base)
+      const prefix = pathname.replace(/\/$/, "")
+      return load({
+        url: origin,
+        ...(scenario === "GetTask"
+          ? { method: "GET", path: `${prefix}/tasks/${encodeURIComponent(taskId)}` }
+          : { method: "POST", path: `${prefix}/message:send`, body: restSendMessageBody() }),
+        seconds,
+        connections: settings.connections,
+        pipelining: settings.pipelining,
+      })
+    },
+  },
+  gRPC: {
+    endpoint: (info) => info.grpc,
+    seed: async (address) => (await grpcCall(address, "SendMessage")).id,
+    load: (address, scenario, taskId, seconds, settings) =>
+      grpcLoad({ address, name: scenario, arg: taskId, seconds, concurrency: settings.connections, channels: settings.grpcChannels }),
+  },
+}
+
+/**
+ * Starts both sides, finds which bindings each serves (a completed Task made over it), then per round: for each
+ * binding and scenario, ours and the SDK back to back (ours first in odd rounds); medians over rounds.
+ */
+export async function bindingRounds({ settings, here, log }) {
+  const running = []
+  try {
+    for (const side of SIDES) {
+      const { child, info } = await startChild(path.join(here, "servers", side.script), side.args)
+      running.push({ ...side, child, info })
+    }
+    // Which bindings each side serves: an endpoint, and a blocking SendMessage over it answered with a completed Task.
+    const served = {}
+    const notServed = {}
+    for (const side of running) {
+      side.endpoints = {}
+      for (const binding of BINDINGS) {
+        const endpoint = CALLS[binding].endpoint(side.info)
+        let reason
+        if (endpoint === undefined) reason = "no endpoint (the card declares none and serve() gave none)"
+        else {
+          try {
+            await CALLS[binding].seed(endpoint)
+          } catch (err) {
+            reason = String(err?.message ?? err).split("\n")[0].slice(0, 300)
+          }
+        }
+        if (reason === undefined) side.endpoints[binding] = endpoint
+        else (notServed[side.key] ??= {})[binding] = reason
+      }
+      served[side.key] = Object.keys(side.endpoints)
+      log(
+        `bindings: ${side.key} serves ${served[side.key].map((b) => `${b} ${side.endpoints[b]}`).join(", ") || "nothing"}` +
+          Object.entries(notServed[side.key] ?? {})
+            .map(([b, why]) => `; ${b} not served: ${why}`)
+            .join(""),
+      )
+    }
+    if (notServed.sdk) throw new Error(`bindings: the SDK's servers failed: ${JSON.stringify(notServed.sdk)}`)
+
+    // A completed Task per side and binding for GetTask, made over that binding before every round: the SendMessage
+    // rounds add enough Tasks that a bounded store (ours keeps 100k) drops the oldest.
+    const seeded = {}
+    const seed = async () => {
+      for (const side of running) {
+        for (const [binding, endpoint] of Object.entries(side.endpoints)) (seeded[side.key] ??= {})[binding] = await CALLS[binding].seed(endpoint)
+      }
+    }
+    await seed()
+    const runOnce = (side, binding, scenario, seconds) =>
+      withChildCpu(side.child, () => CALLS[binding].load(side.endpoints[binding], scenario, seeded[side.key][binding], seconds, settings))
+
+    log("bindings: warming up (1 s per server, binding and scenario)")
+    for (const binding of BINDINGS) for (const scenario of SCENARIOS) for (const side of running) if (side.endpoints[binding]) await runOnce(side, binding, scenario, 1)
+
+    const samples = {}
+    for (let round = 1; round <= settings.rounds; round++) {
+      await seed()
+      const order = round % 2 === 1 ? running : running.toReversed()
+      for (const binding of BINDINGS) {
+        for (const scenario of SCENARIOS) {
+          for (const side of order) {
+            if (!side.endpoints[binding]) continue
+            const result = await runOnce(side, binding, scenario, settings.seconds)
+            ;(((samples[binding] ??= {})[scenario] ??= {})[side.key] ??= []).push(result)
+            log(
+              `round ${round} ${binding.padEnd(9)} ${scenario.padEnd(11)} ${side.key.padEnd(4)} ${result.rps.toFixed(0).padStart(6)} req/s  p99 ${result.p99.toFixed(1).padStart(6)} ms  ` +
+                `server CPU ${result.cpuUsPerRequest.toFixed(0).padStart(4)} µs/req${result.bad ? `  ${result.bad} bad answers${result.firstFailure ? ` (${result.firstFailure})` : ""}` : ""}`,
+            )
+          }
+        }
+      }
+    }
+    const medians = {}
+    for (const [binding, scenarios] of Object.entries(samples)) {
+      for (const [scenario, sides] of Object.entries(scenarios)) {
+        for (const [key, runs] of Object.entries(sides)) {
+          ;((medians[binding] ??= {})[scenario] ??= {})[key] = {
+            rps: median(runs.map((r) => r.rps)),
+            p50: median(runs.map((r) => r.p50)),
+            p99: median(runs.map((r) => r.p99)),
+            cpuUsPerRequest: median(runs.map((r) => r.cpuUsPerRequest)),
+            bad: runs.reduce((sum, r) => sum + r.bad, 0),
+          }
+        }
+      }
+    }
+    for (const binding of BINDINGS) {
+      for (const scenario of SCENARIOS) {
+        const m = medians[binding]?.[scenario]
+        if (!m?.ours || !m?.sdk) continue
+        log(`bindings: ${binding} ${scenario}: ours ${m.ours.rps.toFixed(0)} req/s (${m.ours.cpuUsPerRequest.toFixed(0)} µs CPU), SDK ${m.sdk.rps.toFixed(0)} req/s (${m.sdk.cpuUsPerRequest.toFixed(0)} µs CPU)`)
+      }
+    }
+    return {
+      sides: SIDES.map(({ key, label }) => ({ key, label })),
+      endpoints: Object.fromEntries(running.map((side) => [side.key, side.endpoints])),
+      served,
+      notServed,
+      grpcChannels: settings.grpcChannels,
+      samples,
+      medians,
+    }
+  } finally {
+    for (const side of running) await stopChild(side.child)
+  }
+}
