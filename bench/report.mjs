@@ -97,8 +97,39 @@ export function targets(results) {
         ]
       : []),
     ...(results.streaming ? streamingTargets(results.streaming) : []),
-  ].map((row) => ({ ...row, met: row.value >= row.target && row.clean !== false }))
+    ...(results.bindings ? bindingTargets(results.bindings) : []),
+  ].map((row) => ({ ...row, met: row.value >= row.target && row.clean !== false && !row.notServed }))
 }
+
+/** The binding a bindings-phase row names, as the report writes it. */
+const BINDING_NAMES = { "JSON-RPC": "JSON-RPC", "HTTP+JSON": "HTTP+JSON (REST)", gRPC: "gRPC" }
+const SCENARIO_NAMES = { GetTask: "GetTask", SendMessage: "SendMessage→completed" }
+
+/** Issue 14's rows: GetTask and SendMessage→completed over REST and over gRPC, ours against the SDK's server of that binding. */
+function bindingTargets(bindings) {
+  const rows = []
+  for (const binding of ["HTTP+JSON", "gRPC"]) {
+    for (const scenario of ["GetTask", "SendMessage"]) {
+      const name = `${SCENARIO_NAMES[scenario]} over ${BINDING_NAMES[binding]} ours/SDK`
+      const runs = bindings.samples[binding]?.[scenario]
+      if (!runs?.ours || !runs?.sdk) {
+        rows.push({ name, value: NaN, target: 3, notServed: true })
+        continue
+      }
+      rows.push({
+        name,
+        value: roundRatio(runs.ours.map((r) => r.rps), runs.sdk.map((r) => r.rps)),
+        byCpu: roundRatio(runs.sdk.map((r) => r.cpuUsPerRequest), runs.ours.map((r) => r.cpuUsPerRequest)),
+        target: 3,
+        clean: bindings.medians[binding][scenario].ours.bad === 0 && bindings.medians[binding][scenario].sdk.bad === 0,
+      })
+    }
+  }
+  return rows
+}
+
+/** Whether a target's row is met, for the tables: ours not serving the binding, or bad answers, say so. */
+const metText = (row, markdown) => (row.met ? "yes" : row.notServed ? (markdown ? "**no: ours not served**" : "NOT SERVED") : row.clean === false ? (markdown ? "**no: bad answers**" : "BAD") : markdown ? "**no**" : "NO")
 
 /** Issue 13's rows: the first token's added delay (lower is better, stated as 2 ms over the p50) and events/s against the SDK. */
 function streamingTargets(streaming) {
@@ -230,6 +261,68 @@ p50 ${fixed(push.latencyP50Ms, 2)} ms, p99 ${fixed(push.latencyP99Ms, 2)} ms.
 `
 }
 
+/** One stdout line: each binding's medians, ours and the SDK's. */
+function bindingsSummary(bindings) {
+  const parts = []
+  for (const binding of ["JSON-RPC", "HTTP+JSON", "gRPC"]) {
+    for (const scenario of ["GetTask", "SendMessage"]) {
+      const m = bindings.medians[binding]?.[scenario]
+      const side = (key) => (m?.[key] ? `${fixed(m[key].rps)} (${fixed(m[key].cpuUsPerRequest)} µs CPU)` : "not served")
+      parts.push(`${binding} ${scenario} ours ${side("ours")}, SDK ${side("sdk")}`)
+    }
+  }
+  return `  bindings: ${parts.join("; ")}`
+}
+
+function bindingsSection(bindings, settings) {
+  const sides = Object.fromEntries(bindings.sides.map((side) => [side.key, side.label]))
+  const rows = []
+  const ratios = []
+  for (const binding of ["JSON-RPC", "HTTP+JSON", "gRPC"]) {
+    for (const scenario of ["GetTask", "SendMessage"]) {
+      for (const key of ["ours", "sdk"]) {
+        const runs = bindings.samples[binding]?.[scenario]?.[key]
+        const where = `${key}: ${sides[key]}`
+        if (!runs) {
+          rows.push([BINDING_NAMES[binding], SCENARIO_NAMES[scenario], where, `not served: ${(bindings.notServed?.[key]?.[binding] ?? "no runs").replaceAll("|", "\\|")}`, "", "", "", "", ""])
+          continue
+        }
+        const m = bindings.medians[binding][scenario][key]
+        rows.push([BINDING_NAMES[binding], SCENARIO_NAMES[scenario], where, fixed(m.rps), fixed(m.p50, 1), fixed(m.p99, 1), fixed(m.cpuUsPerRequest), runs.map((r) => fixed(r.rps)).join(" / "), String(m.bad)])
+      }
+      const runs = bindings.samples[binding]?.[scenario]
+      const both = runs?.ours && runs?.sdk
+      ratios.push([
+        BINDING_NAMES[binding],
+        SCENARIO_NAMES[scenario],
+        both ? times(roundRatio(runs.ours.map((r) => r.rps), runs.sdk.map((r) => r.rps))) : "ours not served",
+        both ? times(roundRatio(runs.sdk.map((r) => r.cpuUsPerRequest), runs.ours.map((r) => r.cpuUsPerRequest))) : "",
+        binding === "JSON-RPC" ? "(the targets table's A/C rows, from the HTTP phase)" : "≥ 3×",
+      ])
+    }
+  }
+  const rounds = bindings.samples["JSON-RPC"]?.GetTask?.sdk?.length ?? settings.rounds
+  return `## Bindings: JSON-RPC, HTTP+JSON (REST) and gRPC (issue 14)
+
+${markdownTable(["binding", "scenario", "server", "req/s (median)", "p50 ms", "p99 ms", "server CPU µs/req", "req/s per round", "bad answers"], rows)}
+
+${markdownTable(["binding", "scenario", "ours/SDK req/s (median of per-round ratios)", "by server CPU per request", "target"], ratios)}
+
+Two server children: ours (\`serve()\`, memory store, \`logger: false\`, gRPC asked for on a port of its own; REST is on
+the JSON-RPC port, both where its agent card declares them) and the SDK's (one \`DefaultRequestHandler\` with its
+\`InMemoryTaskStore\` and server C's executor behind its three handlers: JSON-RPC and REST on Express apps of their own,
+\`grpcService\` on a \`@grpc/grpc-js\` server). The same requests to both, A2A 1.0: JSON-RPC as in the HTTP phase; REST
+\`GET /tasks/{id}\` and a blocking \`POST /message:send\` through autocannon (${settings.connections} connections); gRPC
+\`/lf.a2a.v1.A2AService/GetTask\` and \`/SendMessage\` (\`a2a-version: 1.0\` metadata) from a load generator on
+\`@grpc/grpc-js\` in the parent (\`bench/grpc-load.mjs\`: ${settings.connections} unary calls kept in flight over ${bindings.grpcChannels} HTTP/2
+connections, the request encoded once and every answer decoded with the SDK's generated code). Every answer must be
+a completed Task. GetTask reads a Task made over the same binding before each round. ${settings.seconds} s per run after
+1 s of warm-up each; per round, for each binding and scenario, ours and the SDK back to back (ours first in odd
+rounds), ${rounds} rounds; medians over rounds. Server CPU is the server child's (process and kernel) per answer.
+
+`
+}
+
 function markdownTable(header, rows) {
   return [`| ${header.join(" | ")} |`, `|${header.map(() => "---").join("|")}|`, ...rows.map((row) => `| ${row.join(" | ")} |`)].join("\n")
 }
@@ -330,9 +423,10 @@ export async function writeReport(results, { root, here }) {
             `idle stream ${fixed(results.streaming.idle.heapPerStream)} B heap, ${fixed(results.streaming.idle.rssPerStream)} B RSS`,
         ]
       : []),
+    ...(results.bindings ? [bindingsSummary(results.bindings)] : []),
     "",
     "Ratio (median of per-round ratios)                                 value   target  met   by server CPU/request",
-    ...rows.map((row) => `  ${row.name.padEnd(65)} ${times(row.value).padStart(7)}  ≥${String(row.target).padEnd(5)} ${(row.met ? "yes" : row.clean === false ? "BAD" : "NO").padEnd(5)} ${row.byCpu === undefined ? "" : times(row.byCpu)}`),
+    ...rows.map((row) => `  ${row.name.padEnd(65)} ${times(row.value).padStart(7)}  ≥${String(row.target).padEnd(5)} ${metText(row, false).padEnd(5)} ${row.byCpu === undefined ? "" : times(row.byCpu)}`),
     `  ${"bare Fastify/SDK: GetTask (D/C)".padEnd(65)} ${times(extra.getCeilingVsSdk).padStart(7)}`,
     `  ${"bare Fastify/SDK: SendMessage (D/C)".padEnd(65)} ${times(extra.sendCeilingVsSdk).padStart(7)}`,
     `  ${"GetTask with logging/without (A+log/A)".padEnd(65)} ${times(extra.logging).padStart(7)}`,
@@ -377,7 +471,7 @@ Load average (1 min) before the run ${fixed(results.loadAverage.start, 2)}, at i
 
 ${markdownTable(
   ["ratio", "this run", "target", "met", "by server CPU per request", `baseline${baseline ? ` (${baseline.startedAt.slice(0, 16)}, ${baseline.machine?.commit ?? "?"})` : ""}`],
-  rows.map((row) => [row.name, times(row.value), `≥ ${row.target}×`, row.met ? "yes" : row.clean === false ? "**no: bad answers**" : "**no**", row.byCpu === undefined ? "" : times(row.byCpu), before(row.name)]),
+  rows.map((row) => [row.name, times(row.value), `≥ ${row.target}×`, metText(row, true), row.byCpu === undefined ? "" : times(row.byCpu), before(row.name)]),
 )}
 
 "By server CPU per request" is the other server's CPU time per request over ours (for the ceiling: its CPU over ours):
@@ -394,7 +488,7 @@ ${beforeAfter(results, baseline)}## HTTP: GetTask and SendMessage→completed
 
 ${httpTable(results)}
 
-## FileTaskStore against raw fs (16 concurrent, 256 ids, ${results.settings.fileSeconds} s per run, ${results.settings.fileRounds} rounds)
+${results.bindings ? bindingsSection(results.bindings, results.settings) : ""}## FileTaskStore against raw fs (16 concurrent, 256 ids, ${results.settings.fileSeconds} s per run, ${results.settings.fileRounds} rounds)
 
 ${markdownTable(["operation", "ops/s (median)", "per round"], [
   ["save: FileTaskStore.save (durable)", fixed(f.saveOurs), fileStore.samples.saveOurs.map((v) => fixed(v)).join(" / ")],
