@@ -1,8 +1,8 @@
 // Server A/B: toolnexus serve() with an agent that answers at once (an in-process client).
 // argv: <store selector: "memory" | "file:<dir>"> <logging: "off" | "devnull"> [<"bindings">]
-// With "bindings", gRPC is asked for too (serve()'s `grpc` option, on a free port of its own), and the child reports
-// where its card says each binding is served: `rest` (the HTTP+JSON base URL, on the JSON-RPC port) and `grpc`
-// ("host:port"), each left out when this build does not serve it.
+// With "bindings", gRPC is asked for too (serve()'s `grpc` option, on a free port of its own; or else the plugin's
+// `app.toolnexusGrpc.listen()`), and the child reports where each binding is served: `rest` (the HTTP+JSON base URL
+// the card declares, on the JSON-RPC port) and `grpc` ("host:port"), each left out when this build does not serve it.
 import { pino } from "pino"
 import { createLocalClient, createLogger, serve } from "../../dist/index.js"
 import { reportStartFailure, serveParent } from "../child.mjs"
@@ -27,10 +27,14 @@ try {
   reportStartFailure(err)
 }
 
-/** The 1.0 HTTP+JSON and gRPC interfaces the served card declares (the card lists every served interface). */
+/**
+ * The 1.0 HTTP+JSON and gRPC interfaces the served card declares (the card lists every served interface). When
+ * serve() did not start gRPC but the app has the plugin's gRPC binding, it is started here, as a plugin user does.
+ */
 async function servedBindings(served) {
   const res = await fetch(`${served.url}/.well-known/agent-card.json`, { headers: { "a2a-version": "1.0" } })
   const card = await res.json()
   const declared = (binding) => card.supportedInterfaces?.find((i) => i.protocolBinding === binding && i.protocolVersion === "1.0")?.url
-  return { rest: declared("HTTP+JSON"), grpc: declared("GRPC") }
+  const grpc = declared("GRPC") ?? (served.app.toolnexusGrpc ? await served.app.toolnexusGrpc.listen("127.0.0.1:0") : undefined)
+  return { rest: declared("HTTP+JSON"), grpc }
 }
