@@ -31,6 +31,7 @@ const agent = await toolkit.serve(`${config.host.includes(":") ? `[${config.host
     ...(config.tokens && { auth: { tokens: config.tokens, unownedTasksBelongTo: config.unownedTasksBelongTo } }),
     ...config.streams,
     ...(config.push && { push: config.push }),
+    ...(config.cardSigning && { cardSigning: config.cardSigning }),
   },
   timeouts: config.timeouts,
   logger: log,

@@ -4,7 +4,7 @@ import { createClient, createLocalClient, type Client, type ClientOptions } from
 import { MAX_TIMER_MS, parseDuration } from "./duration.js"
 import { allowList } from "./push/guard.js"
 import type { PushOptions } from "./push/options.js"
-import { loadSigningKey } from "./push/signer.js"
+import { readSigningKey } from "./signing-key.js"
 import type { RetentionOptions } from "./stores/retention.js"
 import { isPlainHttpUrl, withoutPassword } from "./url-credentials.js"
 
@@ -33,6 +33,8 @@ interface CliConfig {
   streams?: { maxStreams?: number; maxStreamsPerPrincipal?: number; streamHeartbeatMs?: number }
   /** Push notifications' settings from the flags; absent ones keep the plugin's defaults. */
   push?: PushOptions
+  /** The agent card's signing key, from --card-signing-key; absent, the card is unsigned. */
+  cardSigning?: { privateKey: string }
   logFormat: LogFormat
 }
 
@@ -82,6 +84,10 @@ Limits (durations in ms, or with a unit: "30s", "2m", "500ms"):
                        sign every push notification with this private key (PEM or JWK;
                        Ed25519, P-256 or RSA); its public half is served at
                        /.well-known/jwks.json (TOOLNEXUS_PUSH_SIGNING_KEY; default unsigned)
+  --card-signing-key FILE
+                       sign the agent card with this private key (PEM or JWK; Ed25519, P-256
+                       or RSA); its public half is served at /.well-known/jwks.json
+                       (TOOLNEXUS_CARD_SIGNING_KEY; default unsigned)
   --push-timeout D     a webhook must answer within D, or the POST is retried
                        (TOOLNEXUS_PUSH_TIMEOUT, default 10s)
   --push-max-age D     an undelivered notification older than D goes to the dead letters
@@ -127,6 +133,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
       "unowned-tasks-belong-to": { type: "string" },
       "push-allow": { type: "string" },
       "push-signing-key": { type: "string" },
+      "card-signing-key": { type: "string" },
       "push-timeout": { type: "string" },
       "push-max-age": { type: "string" },
       "push-max-attempts": { type: "string" },
@@ -189,7 +196,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
   }
   const push = definedOnly({
     ...(pushAllow !== undefined && pushAllow.length > 0 ? { allow: pushAllow } : {}),
-    signingKey: signingKeyFile(setting("push-signing-key")),
+    signingKey: signingKeyFile("push-signing-key", setting("push-signing-key")),
     timeoutMs: durationFlag("push-timeout", setting("push-timeout")),
     maxAge: maxAgeFlag(setting("push-max-age")),
     maxAttempts: countFlag("push-max-attempts", setting("push-max-attempts")),
@@ -207,6 +214,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     ...(timeouts ? { timeouts } : {}),
     ...(streams ? { streams } : {}),
     ...(push ? { push: push } : {}),
+    ...cardSigningFlag(setting("card-signing-key")),
     logFormat,
   }
 }
@@ -229,17 +237,23 @@ function maxAgeFlag(text: string | undefined): number | undefined {
   return ms
 }
 
-/** --push-signing-key: the key file's text, checked to be a signing key; its content never appears in an error. */
-function signingKeyFile(file: string | undefined): string | undefined {
+/** --card-signing-key: the card's signing key, read and checked as --push-signing-key's is. */
+function cardSigningFlag(file: string | undefined): { cardSigning?: { privateKey: string } } {
+  const privateKey = signingKeyFile("card-signing-key", file)
+  return privateKey === undefined ? {} : { cardSigning: { privateKey } }
+}
+
+/** A signing key flag: the key file's text, checked to be a signing key; its content never appears in an error. */
+function signingKeyFile(flag: string, file: string | undefined): string | undefined {
   if (file === undefined) return undefined
   let text: string
   try {
     text = readFileSync(file, "utf8")
   } catch (err) {
-    throw new Error(`--push-signing-key ${JSON.stringify(file)} could not be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err })
+    throw new Error(`--${flag} ${JSON.stringify(file)} could not be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err })
   }
   try {
-    loadSigningKey(text, "--push-signing-key")
+    readSigningKey(text, `--${flag}`)
   } catch (err) {
     throw new Error(`${(err as Error).message} (file ${JSON.stringify(file)})`, { cause: err })
   }

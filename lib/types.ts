@@ -107,4 +107,22 @@ export interface AgentCard {
   defaultInputModes: string[]
   defaultOutputModes: string[]
   skills: AgentSkill[]
+  /** 0.3: whether agent/getAuthenticatedExtendedCard answers (1.0 says it as capabilities.extendedAgentCard). */
+  supportsAuthenticatedExtendedCard?: boolean
+  /** How peers authenticate, in the form of the version the card is read in (1.0 or 0.3 shapes). */
+  securitySchemes?: Record<string, JsonObject>
+  /** 1.0: which schemes a request must satisfy. */
+  securityRequirements?: JsonObject[]
+  /** 0.3: which schemes a request must satisfy. */
+  security?: Array<Record<string, string[]>>
+  /** JWS signatures over the card's canonical form (A2A §8.4), when the server signs its card. */
+  signatures?: AgentCardSignature[]
+}
+
+/** One JWS over an agent card, in flattened form without the payload: the card itself is the payload. */
+export interface AgentCardSignature {
+  /** The base64url protected header: alg, kid, typ. */
+  protected: string
+  signature: string
+  header?: JsonObject
 }

@@ -1,6 +1,8 @@
 import type { FastifyInstance, FastifyPluginAsync } from "fastify"
 import fp from "fastify-plugin"
+import { CardSigner } from "../lib/a2a/card-signing.js"
 import { bodyTooDeep } from "../lib/a2a/depth.js"
+import { withKey } from "../lib/signing-key.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import { createAuthentication } from "./authenticate.js"
 import { DEAD_LETTERS_PATH, deadLettersHandler } from "./dead-letters-route.js"
@@ -35,6 +37,7 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
   }
   // Authentication settings are checked before the store is opened, so a refused registration leaves nothing open.
   const auth = opts.auth && createAuthentication(opts.auth)
+  const cardSigner = opts.cardSigning && (await CardSigner.create(opts.cardSigning))
   const agent = await createAgent(opts, fastify.log, fastify.initialConfig.pluginTimeout ?? FASTIFY_PLUGIN_TIMEOUT_MS)
 
   fastify.decorate("taskStore", agent.store)
@@ -66,7 +69,8 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
           heartbeatMs: opts.streamHeartbeatMs ?? DEFAULT_STREAM_HEARTBEAT_MS,
         }),
       )
-      if (agent.jwks) routes.get(JWKS_PATH, jwksHandler(agent.jwks))
+      const jwks = withKey(agent.jwks, cardSigner?.publicJwk)
+      if (jwks) routes.get(JWKS_PATH, jwksHandler(jwks))
       if (agent.push) {
         routes.get(
           DEAD_LETTERS_PATH,
@@ -74,7 +78,8 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
           deadLettersHandler({ push: agent.push.store, principalOf: auth?.principalOf, unownedTasksBelongTo: opts.auth?.unownedTasksBelongTo }),
         )
       }
-      routes.get(CARD_PATH, agentCardHandler({ card: opts, url: opts.url, prefix: routes.prefix, usesTokens: auth?.usesTokens ?? false, pushNotifications: agent.push !== undefined }))
+      const features = { usesTokens: auth?.usesTokens ?? false, pushNotifications: agent.push !== undefined, extendedAgentCard: opts.extendedCard !== undefined }
+      routes.get(CARD_PATH, agentCardHandler({ card: opts, url: opts.url, prefix: routes.prefix, features, signer: cardSigner }))
     },
     { prefix: ownPrefix ? (opts.prefix ?? "") : "" },
   )

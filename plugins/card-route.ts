@@ -1,12 +1,16 @@
+import { createHash } from "node:crypto"
 import type { FastifyRequest, RouteHandlerMethod } from "fastify"
-import { securityCardFields } from "../lib/a2a/auth.js"
-import { buildAgentCard, type CardOptions } from "../lib/a2a/card.js"
+import { publicAgentCard, type CardFeatures, type CardOptions } from "../lib/a2a/card.js"
+import type { CardSigner } from "../lib/a2a/card-signing.js"
 import { answerVersion } from "../lib/a2a/wire.js"
 
 export const CARD_PATH = "/.well-known/agent-card.json"
 
 /** A derived URL reads Host, and behind a proxy the app trusts (Fastify's trustProxy) the forwarded pair. */
 const DERIVED_URL_VARY = "A2A-Version, Host, X-Forwarded-Host, X-Forwarded-Proto"
+
+/** Peers and proxies may keep the card five minutes; a changed card (a restart with new options) reaches them within that. */
+const CARD_CACHE_CONTROL = "public, max-age=300"
 
 interface CardRouteOptions {
   card: CardOptions
@@ -17,22 +21,38 @@ interface CardRouteOptions {
   url?: string
   /** The routes' prefix, for the derived URL. */
   prefix: string
-  /** Whether the card advertises the token schemes (a token table is configured). */
-  usesTokens: boolean
-  /** Whether push notifications are on. */
-  pushNotifications: boolean
+  /** What the card declares that the server derives: push, the extended card, the token schemes. */
+  features: CardFeatures
+  /** Signs the card, when a signing key is set. */
+  signer?: CardSigner
 }
 
-/** `GET /.well-known/agent-card.json`: public; its security fields take the form of the version asked for. */
-export function agentCardHandler({ card, url, prefix, usesTokens, pushNotifications }: CardRouteOptions): RouteHandlerMethod {
+/**
+ * `GET /.well-known/agent-card.json`: public; its security fields take the form of the version asked for.
+ * Sent with a strong ETag of its bytes (a signed card is signed once per content, so the ETag holds) and
+ * answered 304 to an If-None-Match that names it.
+ */
+export function agentCardHandler({ card, url, prefix, features, signer }: CardRouteOptions): RouteHandlerMethod {
   return async function agentCard(request, reply) {
-    const body = buildAgentCard(card, url ?? endpointUrl(request, prefix), pushNotifications)
-    reply.header("vary", url === undefined ? DERIVED_URL_VARY : "A2A-Version")
-    if (!usesTokens) return body
-    return { ...body, ...securityCardFields(answerVersion(request.headers["a2a-version"])) }
+    const unsigned = publicAgentCard(card, url ?? endpointUrl(request, prefix), features, answerVersion(request.headers["a2a-version"]))
+    const body = JSON.stringify(signer ? await signer.sign(unsigned) : unsigned)
+    const etag = `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`
+    reply.header("vary", url === undefined ? DERIVED_URL_VARY : "A2A-Version").header("cache-control", CARD_CACHE_CONTROL).header("etag", etag)
+    if (matchesEtag(request.headers["if-none-match"], etag)) return reply.code(304).send()
+    return reply.type("application/json; charset=utf-8").send(body)
   }
 }
 
-function endpointUrl(request: FastifyRequest, prefix: string): string {
+/** The endpoint URL a request reached the routes at: its protocol, Host and the routes' prefix. */
+export function endpointUrl(request: FastifyRequest, prefix: string): string {
   return `${request.protocol}://${request.host}${prefix.replace(/\/$/, "")}/`
+}
+
+/** If-None-Match compares weakly (RFC 9110 §13.1.2): `*`, or any listed tag equal to ours with or without W/. */
+function matchesEtag(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false
+  return header.split(",").some((tag) => {
+    const trimmed = tag.trim()
+    return trimmed === "*" || trimmed.replace(/^W\//, "") === etag
+  })
 }

@@ -1,6 +1,8 @@
 import type { FastifyRequest } from "fastify"
 import type { AuthSettings } from "../lib/a2a/auth.js"
 import { checkCardOptions, type CardOptions } from "../lib/a2a/card.js"
+import { readCardSigningOptions, type CardSigningOptions } from "../lib/a2a/card-signing.js"
+import type { ExtendedCardSource } from "../lib/a2a/extended-card.js"
 import { ABORT_WAIT_MS } from "../lib/a2a/runner.js"
 import { MAX_TIMER_MS } from "../lib/duration.js"
 import type { Client } from "../lib/client/client.js"
@@ -84,6 +86,19 @@ export interface ToolnexusA2AOptions extends CardOptions {
    * private or loopback addresses; `false` turns push off (the push methods answer -32003).
    */
   push?: PushOptions | false
+  /**
+   * Signs the agent card (and the extended card): `{ privateKey, kid?, alg? }`, the key as PEM text, JWK
+   * text or a JWK object (Ed25519, P-256 or RSA). The card then carries `signatures`, a JWS over its
+   * RFC 8785 canonical form as the official SDKs verify it; the public key is served in the JWKS at
+   * `<prefix>/.well-known/jwks.json` under its `kid` (default: the key's RFC 7638 thumbprint).
+   */
+  cardSigning?: CardSigningOptions
+  /**
+   * The extended agent card GetExtendedAgentCard answers an authenticated peer with: `(principal) =>` the
+   * fields (name, description, version, provider, skills) that replace the public card's, or undefined for
+   * the public card; may be async. Needs `auth`. Set, the card says `capabilities.extendedAgentCard: true`.
+   */
+  extendedCard?: ExtendedCardSource
 }
 
 /** The defaults the plugin itself applies; the runner and recovery apply their own to the options they take. */
@@ -164,6 +179,15 @@ export function checkOptions(opts: ToolnexusA2AOptions): void {
   }
   checkPushOptions(opts.push)
   checkCardOptions(opts)
+  if (opts.cardSigning !== undefined) readCardSigningOptions(opts.cardSigning)
+  if (opts.extendedCard !== undefined) {
+    if (typeof opts.extendedCard !== "function") throw new TypeError("toolnexus: opts.extendedCard should be a function (principal) => card fields ({ name, description, version, provider, skills }), or a promise of them")
+    if (opts.auth === undefined) throw new TypeError("toolnexus: opts.extendedCard needs opts.auth: the extended card answers authenticated peers only, and without auth no peer is")
+  }
+  // The card's capabilities are derived; a card declaring an extended card the server cannot give (-32007) is refused here instead.
+  for (const key of ["capabilities", "supportsAuthenticatedExtendedCard"]) {
+    if (key in opts) throw new TypeError(`toolnexus: opts.${key} is not an option: the card's capabilities follow from the options (opts.extendedCard for the extended card, opts.push for push)`)
+  }
 }
 
 /**

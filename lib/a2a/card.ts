@@ -1,4 +1,6 @@
 import type { AgentCard, AgentProvider, AgentSkill } from "../types.js"
+import { securityCardFields } from "./auth.js"
+import type { WireVersion } from "./wire.js"
 
 /** What a host may say about its agent; everything else on the card is derived. */
 export interface CardOptions {
@@ -16,13 +18,24 @@ const DEFAULT_SKILL: AgentSkill = {
   tags: ["chat"],
 }
 
+/** What the card declares that the server derives from its options, the same for every request. */
+export interface CardFeatures {
+  /** Whether push is on (the store has the capability and the host left it on). */
+  pushNotifications?: boolean
+  /** Whether GetExtendedAgentCard answers (opts.extendedCard is set). */
+  extendedAgentCard?: boolean
+  /** Whether the card advertises the token schemes (a token table is configured). */
+  usesTokens?: boolean
+}
+
 /**
  * The agent card for an endpoint URL: the A2A 1.0 fields
  * (`supportedInterfaces`) and the 0.3 ones (`url`, `protocolVersion`,
- * `preferredTransport`), so both generations of client find the endpoint.
- * `pushNotifications`: whether push is on (the store has the capability and the host left it on).
+ * `preferredTransport`, `supportsAuthenticatedExtendedCard`), so both
+ * generations of client find the endpoint.
  */
-export function buildAgentCard(opts: CardOptions, endpointUrl: string, pushNotifications = false): AgentCard {
+export function buildAgentCard(opts: CardOptions, endpointUrl: string, features: CardFeatures = {}): AgentCard {
+  const extendedAgentCard = features.extendedAgentCard ?? false
   return {
     name: opts.name ?? "toolnexus agent",
     description: opts.description ?? "An LLM agent with tools, served over A2A by toolnexus.",
@@ -35,30 +48,40 @@ export function buildAgentCard(opts: CardOptions, endpointUrl: string, pushNotif
       { url: endpointUrl, protocolBinding: "JSONRPC", protocolVersion: "0.3" },
     ],
     ...(opts.provider ? { provider: opts.provider } : {}),
-    capabilities: { streaming: true, pushNotifications, extendedAgentCard: false },
+    capabilities: { streaming: true, pushNotifications: features.pushNotifications ?? false, extendedAgentCard },
+    supportsAuthenticatedExtendedCard: extendedAgentCard,
     defaultInputModes: ["text/plain", "application/json"],
     defaultOutputModes: ["text/plain"],
     skills: opts.skills ?? [DEFAULT_SKILL],
   }
 }
 
-/** Checks card options at registration, naming the bad field. */
-export function checkCardOptions(opts: CardOptions): void {
+/** The card as a peer reads it at `endpointUrl` in `version`: with the token schemes, in that version's form, when tokens are on. */
+export function publicAgentCard(opts: CardOptions, endpointUrl: string, features: CardFeatures, version: WireVersion): AgentCard {
+  const card = buildAgentCard(opts, endpointUrl, features)
+  return features.usesTokens ? { ...card, ...securityCardFields(version) } : card
+}
+
+/**
+ * Checks card options at registration, naming the bad field as `${where}<field>`
+ * ("opts." for the plugin's options).
+ */
+export function checkCardOptions(opts: CardOptions, where = "opts."): void {
   for (const key of ["name", "description", "version"] as const) {
     if (opts[key] !== undefined && (typeof opts[key] !== "string" || opts[key] === "")) {
-      throw new TypeError(`toolnexus: opts.${key} should be a non-empty string`)
+      throw new TypeError(`toolnexus: ${where}${key} should be a non-empty string`)
     }
   }
   if (opts.skills !== undefined) {
-    if (!Array.isArray(opts.skills)) throw new TypeError("toolnexus: opts.skills should be an array of { id, name, description, tags }")
+    if (!Array.isArray(opts.skills)) throw new TypeError(`toolnexus: ${where}skills should be an array of { id, name, description, tags }`)
     opts.skills.forEach((skill, i) => {
       for (const key of ["id", "name", "description"] as const) {
-        if (typeof skill?.[key] !== "string") throw new TypeError(`toolnexus: opts.skills[${i}].${key} should be a string`)
+        if (typeof skill?.[key] !== "string") throw new TypeError(`toolnexus: ${where}skills[${i}].${key} should be a string`)
       }
-      if (!Array.isArray(skill.tags)) throw new TypeError(`toolnexus: opts.skills[${i}].tags should be an array of strings`)
+      if (!Array.isArray(skill.tags)) throw new TypeError(`toolnexus: ${where}skills[${i}].tags should be an array of strings`)
     })
   }
   if (opts.provider !== undefined && (typeof opts.provider?.organization !== "string" || typeof opts.provider?.url !== "string")) {
-    throw new TypeError("toolnexus: opts.provider should be { organization, url }")
+    throw new TypeError(`toolnexus: ${where}provider should be { organization, url }`)
   }
 }
