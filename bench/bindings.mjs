@@ -4,18 +4,22 @@
 // ours: servers/toolnexus.mjs (serve(), memory store, logger: false) with "bindings": REST on the JSON-RPC port,
 // gRPC on an address of its own, both where its agent card says. The SDK: servers/sdk-bindings.mjs, one
 // DefaultRequestHandler and InMemoryTaskStore with server C's echo executor behind its JSON-RPC and REST Express
-// handlers and its gRPC service. HTTP load from autocannon (load.mjs), gRPC load from grpc-load.mjs; every answer
-// must be a completed Task. A binding ours does not serve in this build is reported "not served", its rows empty.
+// handlers and its gRPC service. The gRPC rows' ceiling: servers/bare-grpc.mjs, grpc-js answering fixed bytes. HTTP
+// load from autocannon (load.mjs), gRPC load from grpc-load.mjs; every answer must be a completed Task. A binding ours
+// does not serve in this build is reported "not served", its rows empty.
 import path from "node:path"
-import { startChild, stopChild, withChildCpu } from "./child.mjs"
-import { grpcCall, grpcLoad } from "./grpc-load.mjs"
+import { ask, startChild, stopChild, withChildCpu } from "./child.mjs"
+import { grpcAnswerBytes, grpcCall, grpcLoad } from "./grpc-load.mjs"
 import { getTaskBody, load, restSendAndComplete, restSendMessageBody, sendAndComplete, sendMessageBody } from "./load.mjs"
 import { median } from "./stats.mjs"
 
 export const BINDINGS = ["JSON-RPC", "HTTP+JSON", "gRPC"]
 export const SCENARIOS = ["GetTask", "SendMessage"]
+// In this order in odd rounds (ours next to the ceiling, as in the HTTP phase), reversed in even ones.
 export const SIDES = [
   { key: "ours", label: "toolnexus serve(), memory store (logger: false)", script: "toolnexus.mjs", args: ["memory", "off", "bindings"] },
+  // gRPC only: fixed answers, so it has no Task to make; it answers with the bytes ours (or the SDK) answered.
+  { key: "bare", label: "bare @grpc/grpc-js, a fixed answer (the gRPC ceiling)", script: "bare-grpc.mjs", args: [], fixedAnswers: true },
   { key: "sdk", label: "@a2a-js/sdk 1.3: Express (JSON-RPC, REST) and grpc-js (gRPC), InMemoryTaskStore", script: "sdk-bindings.mjs", args: [] },
 ]
 
@@ -69,6 +73,7 @@ export async function bindingRounds({ settings, here, log }) {
     const notServed = {}
     for (const side of running) {
       side.endpoints = {}
+      if (side.fixedAnswers) continue
       for (const binding of BINDINGS) {
         const endpoint = CALLS[binding].endpoint(side.info)
         let reason
@@ -98,10 +103,20 @@ export async function bindingRounds({ settings, here, log }) {
     const seeded = {}
     const seed = async () => {
       for (const side of running) {
+        if (side.fixedAnswers) continue
         for (const [binding, endpoint] of Object.entries(side.endpoints)) (seeded[side.key] ??= {})[binding] = await CALLS[binding].seed(endpoint)
       }
     }
     await seed()
+    // The ceiling answers what ours answered over gRPC (the SDK's answers when ours does not serve gRPC).
+    const [ours, bare, sdk] = ["ours", "bare", "sdk"].map((key) => running.find((side) => side.key === key))
+    const source = ours.endpoints.gRPC ? ours : sdk
+    const answer = async (name, arg) => (await grpcAnswerBytes(source.endpoints.gRPC, name, arg)).toString("base64")
+    await ask(bare.child, { payload: { GetTask: await answer("GetTask", seeded[source.key].gRPC), SendMessage: await answer("SendMessage") } })
+    await grpcCall(bare.info.grpc, "GetTask", "any")
+    bare.endpoints.gRPC = bare.info.grpc
+    seeded.bare = { gRPC: "any" }
+    log(`bindings: bare serves gRPC ${bare.info.grpc}, answering ${source.key}'s answers`)
     const runOnce = (side, binding, scenario, seconds) =>
       withChildCpu(side.child, () => CALLS[binding].load(side.endpoints[binding], scenario, seeded[side.key][binding], seconds, settings))
 
@@ -120,7 +135,7 @@ export async function bindingRounds({ settings, here, log }) {
             ;(((samples[binding] ??= {})[scenario] ??= {})[side.key] ??= []).push(result)
             log(
               `round ${round} ${binding.padEnd(9)} ${scenario.padEnd(11)} ${side.key.padEnd(4)} ${result.rps.toFixed(0).padStart(6)} req/s  p99 ${result.p99.toFixed(1).padStart(6)} ms  ` +
-                `server CPU ${result.cpuUsPerRequest.toFixed(0).padStart(4)} µs/req${result.bad ? `  ${result.bad} bad answers${result.firstFailure ? ` (${result.firstFailure})` : ""}` : ""}`,
+                `server CPU ${result.cpuUsPerRequest.toFixed(0).padStart(4)} µs/req  load generator ${result.clientCpuUsPerRequest.toFixed(0).padStart(4)} µs/req${result.bad ? `  ${result.bad} bad answers${result.firstFailure ? ` (${result.firstFailure})` : ""}` : ""}`,
             )
           }
         }
@@ -135,6 +150,7 @@ export async function bindingRounds({ settings, here, log }) {
             p50: median(runs.map((r) => r.p50)),
             p99: median(runs.map((r) => r.p99)),
             cpuUsPerRequest: median(runs.map((r) => r.cpuUsPerRequest)),
+            clientCpuUsPerRequest: median(runs.map((r) => r.clientCpuUsPerRequest)),
             bad: runs.reduce((sum, r) => sum + r.bad, 0),
           }
         }
@@ -144,7 +160,8 @@ export async function bindingRounds({ settings, here, log }) {
       for (const scenario of SCENARIOS) {
         const m = medians[binding]?.[scenario]
         if (!m?.ours || !m?.sdk) continue
-        log(`bindings: ${binding} ${scenario}: ours ${m.ours.rps.toFixed(0)} req/s (${m.ours.cpuUsPerRequest.toFixed(0)} µs CPU), SDK ${m.sdk.rps.toFixed(0)} req/s (${m.sdk.cpuUsPerRequest.toFixed(0)} µs CPU)`)
+        const bareToo = m.bare ? `, bare ${m.bare.rps.toFixed(0)} req/s (${m.bare.cpuUsPerRequest.toFixed(0)} µs CPU)` : ""
+        log(`bindings: ${binding} ${scenario}: ours ${m.ours.rps.toFixed(0)} req/s (${m.ours.cpuUsPerRequest.toFixed(0)} µs CPU), SDK ${m.sdk.rps.toFixed(0)} req/s (${m.sdk.cpuUsPerRequest.toFixed(0)} µs CPU)${bareToo}`)
       }
     }
     return {

@@ -62,6 +62,17 @@ function unary(client, method, request, metadata) {
 
 const completed = (task) => task?.status?.state === TaskState.TASK_STATE_COMPLETED
 
+/** One call's answer as it came, undecoded (the bare gRPC ceiling answers with these bytes). */
+export async function grpcAnswerBytes(address, name, arg) {
+  const method = METHODS[name]
+  const [client] = openClients(address, 1)
+  try {
+    return await unary(client, method, method.encode(arg), a2aMetadata())
+  } finally {
+    client.close()
+  }
+}
+
 /** One call, its answer decoded; throws unless it is a completed Task, which it resolves with (the SDK's form). */
 export async function grpcCall(address, name, arg) {
   const method = METHODS[name]
@@ -79,7 +90,8 @@ export async function grpcCall(address, name, arg) {
  * `concurrency` calls of `name` (GetTask with `arg` as the Task id, SendMessage) in flight for `seconds`: as one
  * answers, the next goes. Resolves with figures shaped as load.mjs's: rps (answers in time over `seconds`), p50 and
  * p99 (ms), requests (every answer, the few after the clock stopped too: the server's CPU is divided by it), bad
- * (answers that were not a completed Task, and failed calls), and the first failure's message if any.
+ * (answers that were not a completed Task, and failed calls), the first failure's message if any, and the load
+ * generator's own CPU per answer.
  */
 export async function grpcLoad({ address, name, arg, seconds, concurrency = 32, channels = 4 }) {
   const method = METHODS[name]
@@ -94,6 +106,7 @@ export async function grpcLoad({ address, name, arg, seconds, concurrency = 32, 
   let inTime = 0
   let bad = 0
   let failure
+  const cpuBefore = process.cpuUsage()
   const started = performance.now()
   const ends = started + seconds * 1000
   const worker = async (client) => {
@@ -119,7 +132,17 @@ export async function grpcLoad({ address, name, arg, seconds, concurrency = 32, 
   } finally {
     for (const client of clients) client.close()
   }
+  const cpu = process.cpuUsage(cpuBefore)
   latencies.sort((a, b) => a - b)
   const at = (p) => (latencies.length === 0 ? NaN : latencies[Math.min(latencies.length - 1, Math.ceil((p / 100) * latencies.length) - 1)])
-  return { rps: inTime / seconds, p50: at(50), p99: at(99), requests, bad, ...(failure && { firstFailure: String(failure.message ?? failure).slice(0, 300) }) }
+  return {
+    rps: inTime / seconds,
+    p50: at(50),
+    p99: at(99),
+    requests,
+    bad,
+    // This process's CPU (the load generator's, process and kernel) per answer.
+    clientCpuUsPerRequest: requests > 0 ? (cpu.user + cpu.system) / requests : NaN,
+    ...(failure && { firstFailure: String(failure.message ?? failure).slice(0, 300) }),
+  }
 }

@@ -59,7 +59,9 @@ export async function load({ url, body, bodies, seconds, connections = 32, pipel
     },
     ...(bodies && { setupRequest: (req) => ({ ...req, body: bodies[next++ % bodies.length] }) }),
   }
+  const cpuBefore = process.cpuUsage()
   const result = await autocannon({ url, connections, pipelining, duration: seconds, requests: [request] })
+  const cpu = process.cpuUsage(cpuBefore)
   const seen = result.requests.total
   return {
     rps: result.requests.average,
@@ -68,5 +70,7 @@ export async function load({ url, body, bodies, seconds, connections = 32, pipel
     requests: seen,
     // Answers that were not a completed Task, connection errors and timeouts.
     bad: wrong + result.errors + result.timeouts,
+    // This process's CPU (autocannon's, process and kernel) per answer: what the load generator costs.
+    clientCpuUsPerRequest: seen > 0 ? (cpu.user + cpu.system) / seen : NaN,
   }
 }

@@ -278,47 +278,62 @@ function bindingsSection(bindings, settings) {
   const sides = Object.fromEntries(bindings.sides.map((side) => [side.key, side.label]))
   const rows = []
   const ratios = []
+  // Median of per-round ratios: by rate (a over b), and by server CPU per request (b's over a's).
+  const byRate = (a, b) => times(roundRatio(a.map((r) => r.rps), b.map((r) => r.rps)))
+  const byCpu = (a, b) => times(roundRatio(b.map((r) => r.cpuUsPerRequest), a.map((r) => r.cpuUsPerRequest)))
   for (const binding of ["JSON-RPC", "HTTP+JSON", "gRPC"]) {
     for (const scenario of ["GetTask", "SendMessage"]) {
-      for (const key of ["ours", "sdk"]) {
-        const runs = bindings.samples[binding]?.[scenario]?.[key]
+      const runs = bindings.samples[binding]?.[scenario] ?? {}
+      // The bare ceiling serves gRPC only.
+      for (const key of binding === "gRPC" && sides.bare ? ["ours", "bare", "sdk"] : ["ours", "sdk"]) {
         const where = `${key}: ${sides[key]}`
-        if (!runs) {
-          rows.push([BINDING_NAMES[binding], SCENARIO_NAMES[scenario], where, `not served: ${(bindings.notServed?.[key]?.[binding] ?? "no runs").replaceAll("|", "\\|")}`, "", "", "", "", ""])
+        if (!runs[key]) {
+          rows.push([BINDING_NAMES[binding], SCENARIO_NAMES[scenario], where, `not served: ${(bindings.notServed?.[key]?.[binding] ?? "no runs").replaceAll("|", "\\|")}`, "", "", "", "", "", ""])
           continue
         }
         const m = bindings.medians[binding][scenario][key]
-        rows.push([BINDING_NAMES[binding], SCENARIO_NAMES[scenario], where, fixed(m.rps), fixed(m.p50, 1), fixed(m.p99, 1), fixed(m.cpuUsPerRequest), runs.map((r) => fixed(r.rps)).join(" / "), String(m.bad)])
+        rows.push([
+          BINDING_NAMES[binding],
+          SCENARIO_NAMES[scenario],
+          where,
+          fixed(m.rps),
+          fixed(m.p50, 1),
+          fixed(m.p99, 1),
+          fixed(m.cpuUsPerRequest),
+          fixed(m.clientCpuUsPerRequest),
+          runs[key].map((r) => fixed(r.rps)).join(" / "),
+          String(m.bad),
+        ])
       }
-      const runs = bindings.samples[binding]?.[scenario]
-      const both = runs?.ours && runs?.sdk
-      ratios.push([
-        BINDING_NAMES[binding],
-        SCENARIO_NAMES[scenario],
-        both ? times(roundRatio(runs.ours.map((r) => r.rps), runs.sdk.map((r) => r.rps))) : "ours not served",
-        both ? times(roundRatio(runs.sdk.map((r) => r.cpuUsPerRequest), runs.ours.map((r) => r.cpuUsPerRequest))) : "",
-        binding === "JSON-RPC" ? "(the targets table's A/C rows, from the HTTP phase)" : "≥ 3×",
-      ])
+      const both = runs.ours && runs.sdk
+      const target = binding === "JSON-RPC" ? "(the targets table's A/C rows, from the HTTP phase)" : "≥ 3×"
+      ratios.push([BINDING_NAMES[binding], SCENARIO_NAMES[scenario], "ours/SDK", both ? byRate(runs.ours, runs.sdk) : "ours not served", both ? byCpu(runs.ours, runs.sdk) : "", target])
+      if (runs.bare && runs.sdk) ratios.push([BINDING_NAMES[binding], SCENARIO_NAMES[scenario], "bare grpc-js/SDK (how far ahead of the SDK a grpc-js server can get)", byRate(runs.bare, runs.sdk), byCpu(runs.bare, runs.sdk), ""])
+      if (runs.bare && runs.ours) ratios.push([BINDING_NAMES[binding], SCENARIO_NAMES[scenario], "ours/bare grpc-js", byRate(runs.ours, runs.bare), byCpu(runs.ours, runs.bare), ""])
     }
   }
   const rounds = bindings.samples["JSON-RPC"]?.GetTask?.sdk?.length ?? settings.rounds
   return `## Bindings: JSON-RPC, HTTP+JSON (REST) and gRPC (issue 14)
 
-${markdownTable(["binding", "scenario", "server", "req/s (median)", "p50 ms", "p99 ms", "server CPU µs/req", "req/s per round", "bad answers"], rows)}
+${markdownTable(["binding", "scenario", "server", "req/s (median)", "p50 ms", "p99 ms", "server CPU µs/req", "load generator CPU µs/req", "req/s per round", "bad answers"], rows)}
 
-${markdownTable(["binding", "scenario", "ours/SDK req/s (median of per-round ratios)", "by server CPU per request", "target"], ratios)}
+${markdownTable(["binding", "scenario", "ratio", "req/s (median of per-round ratios)", "by server CPU per request", "target"], ratios)}
 
-Two server children: ours (\`serve()\`, memory store, \`logger: false\`, gRPC asked for on a port of its own; REST is on
-the JSON-RPC port, both where its agent card declares them) and the SDK's (one \`DefaultRequestHandler\` with its
-\`InMemoryTaskStore\` and server C's executor behind its three handlers: JSON-RPC and REST on Express apps of their own,
-\`grpcService\` on a \`@grpc/grpc-js\` server). The same requests to both, A2A 1.0: JSON-RPC as in the HTTP phase; REST
-\`GET /tasks/{id}\` and a blocking \`POST /message:send\` through autocannon (${settings.connections} connections); gRPC
-\`/lf.a2a.v1.A2AService/GetTask\` and \`/SendMessage\` (\`a2a-version: 1.0\` metadata) from a load generator on
+Server children: ours (\`serve()\`, memory store, \`logger: false\`, gRPC on a port of its own; REST is on the JSON-RPC
+port; each where its agent card declares it), the SDK's (one \`DefaultRequestHandler\` with its \`InMemoryTaskStore\` and
+server C's executor behind its three handlers: JSON-RPC and REST on Express apps of their own, \`grpcService\` on a
+\`@grpc/grpc-js\` server) and, for gRPC, a bare \`@grpc/grpc-js\` server answering ours' answer bytes to every call (no
+decoding, no store: what grpc-js itself costs, as D is for HTTP). The same requests to all, A2A 1.0: JSON-RPC as in
+the HTTP phase; REST \`GET /tasks/{id}\` and a blocking \`POST /message:send\` through autocannon (${settings.connections} connections);
+gRPC \`/lf.a2a.v1.A2AService/GetTask\` and \`/SendMessage\` (\`a2a-version: 1.0\` metadata) from a load generator on
 \`@grpc/grpc-js\` in the parent (\`bench/grpc-load.mjs\`: ${settings.connections} unary calls kept in flight over ${bindings.grpcChannels} HTTP/2
 connections, the request encoded once and every answer decoded with the SDK's generated code). Every answer must be
 a completed Task. GetTask reads a Task made over the same binding before each round. ${settings.seconds} s per run after
-1 s of warm-up each; per round, for each binding and scenario, ours and the SDK back to back (ours first in odd
-rounds), ${rounds} rounds; medians over rounds. Server CPU is the server child's (process and kernel) per answer.
+1 s of warm-up each; per round, for each binding and scenario, the servers back to back (ours, bare, SDK in odd
+rounds, the reverse in even ones), ${rounds} rounds; medians over rounds. Server CPU is the server child's (process and
+kernel) per answer; the load generator's is the parent's (autocannon's or the gRPC client's) per answer. Where the
+load generator spends as much per call as the servers do (the gRPC client does), it sets the rate for all of them
+and the req/s ratios tend to 1: the CPU column then says more.
 
 `
 }
