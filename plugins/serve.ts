@@ -1,4 +1,6 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyServerOptions } from "fastify"
+import type { Http2SecureServer, Http2ServerRequest, Http2ServerResponse, ServerHttp2Session } from "node:http2"
+import { createSecureContext } from "node:tls"
+import Fastify, { type FastifyBaseLogger, type FastifyHttp2SecureOptions, type FastifyInstance, type FastifyServerOptions } from "fastify"
 import { pino, type DestinationStream, type Logger as PinoLogger, type LoggerOptions } from "pino"
 import type { LogFormat } from "../lib/cli.js"
 import type { Client } from "../lib/client/client.js"
@@ -6,7 +8,7 @@ import { provideToolkitServer } from "../lib/tools/toolkit.js"
 import type { Toolkit } from "../lib/tools/types.js"
 import { toolnexusA2A, type ToolnexusA2AOptions } from "./a2a.js"
 import { pluginTimeoutFor } from "./options.js"
-import { timeoutOptions, type ServerTimeouts } from "./server-timeouts.js"
+import { applyToSecureServer, timeoutOptions, type ServerTimeouts } from "./server-timeouts.js"
 
 export interface ServeOptions {
   /** Runs each task's tool-calling loop. */
@@ -24,13 +26,30 @@ export interface ServeOptions {
   trustProxy?: FastifyServerOptions["trustProxy"]
   /** How long a peer may take to send a request's headers, its whole body, and how long an idle kept-alive connection stays open. */
   timeouts?: ServerTimeouts
+  /** Listen with TLS: HTTP/2, and HTTP/1.1 for peers that speak only that. The card then advertises https:// URLs. */
+  https?: HttpsOptions
 }
 
-export interface ServedAgent {
-  /** Where the agent listens, e.g. `http://127.0.0.1:41234` (no trailing slash). */
+/** The server's certificate and key, as Node's tls takes them. */
+export interface HttpsOptions {
+  /** The private key, PEM. */
+  key: string | Buffer
+  /** The certificate, PEM, followed by any intermediates peers need to reach a CA they trust. */
+  cert: string | Buffer
+  /** CA certificates, PEM, as Node's tls `ca`: they override the trusted CAs (for client certificates) and can complete the chain sent. */
+  ca?: string | Buffer | Array<string | Buffer>
+  /** Decrypts an encrypted `key`. */
+  passphrase?: string
+}
+
+/** The app serve() runs with `https`: HTTP/2 over TLS. An HTTP/1.1 peer's request.raw and reply.raw are Node's http ones at run time, whatever Fastify's types say. */
+export type SecureFastifyInstance = FastifyInstance<Http2SecureServer, Http2ServerRequest, Http2ServerResponse>
+
+export interface ServedAgent<App extends FastifyInstance | SecureFastifyInstance = FastifyInstance> {
+  /** Where the agent listens, e.g. `http://127.0.0.1:41234`, or `https://...` with `https` (no trailing slash). */
   url: string
-  /** The Fastify app, for adding routes or hooks. */
-  app: FastifyInstance
+  /** The Fastify app, for adding routes or hooks: an HTTP/2 one with `https`. */
+  app: App
   /** Lets running tasks finish (or marks them failed after the grace period), closes the server and the store it opened. Idempotent. */
   stop(): Promise<void>
   /** The same as stop(). */
@@ -42,7 +61,7 @@ declare module "../lib/tools/types.js" {
   // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- declaration merging: `extends` adds the members to the lib's interface
   interface ToolkitServeOptions extends Omit<ServeOptions, "toolkit"> {}
   // eslint-disable-next-line @typescript-eslint/no-empty-object-type -- declaration merging, as above
-  interface ToolkitServedAgent extends ServedAgent {}
+  interface ToolkitServedAgent extends ServedAgent<FastifyInstance | SecureFastifyInstance> {}
 }
 
 /** Header paths that carry credentials: pino writes "[Redacted]" in their place, whatever else the host redacts. */
@@ -57,23 +76,41 @@ const REDACTED_PATHS = [
 
 /**
  * Boots a Fastify app serving the agent over A2A on `addr` ("host:port";
- * port 0 picks a free one; IPv6 as "[::1]:0").
+ * port 0 picks a free one; IPv6 as "[::1]:0"); with `opts.https`, over TLS.
  */
-export async function serve(addr: string, opts: ServeOptions): Promise<ServedAgent> {
+export async function serve(addr: string, opts: ServeOptions & { https: HttpsOptions }): Promise<ServedAgent<SecureFastifyInstance>>
+export async function serve(addr: string, opts: ServeOptions & { https?: undefined }): Promise<ServedAgent>
+export async function serve(addr: string, opts: ServeOptions): Promise<ServedAgent<FastifyInstance | SecureFastifyInstance>>
+export async function serve(addr: string, opts: ServeOptions): Promise<ServedAgent<FastifyInstance | SecureFastifyInstance>> {
   const { host, port } = parseAddress(addr)
   const timeouts = timeoutOptions(opts.timeouts)
+  // Checked and copied once: the same certificate is what a gRPC listener started here would serve.
+  const https = httpsOptions(opts.https)
   // The plugin logs one line per JSON-RPC call, so Fastify's own request lines would only repeat it.
   // Fastify ends each close hook after pluginTimeout: set it so the whole shutdown grace fits.
   const pluginTimeout = pluginTimeoutFor(opts.a2a?.shutdownGraceMs)
-  const app: FastifyInstance = Fastify({
+  const common = {
     ...loggerSetting(opts.logger),
     ...withoutRequestLogging(),
     trustProxy: opts.trustProxy ?? false,
-    ...timeouts,
+    requestTimeout: timeouts.requestTimeout,
+    keepAliveTimeout: timeouts.keepAliveTimeout,
     ...(pluginTimeout !== undefined && { pluginTimeout }),
-  })
+  }
+  let app: FastifyInstance | SecureFastifyInstance
+  if (https) {
+    // HTTP/1.1 stays allowed: the official JS client's fetch speaks only that. An HTTP/2 connection idle for idleMs is closed.
+    const secureOptions: FastifyHttp2SecureOptions<Http2SecureServer> = { ...common, http2: true, https: { ...https, allowHTTP1: true }, http2SessionTimeout: timeouts.keepAliveTimeout }
+    const secure = Fastify(secureOptions)
+    applyToSecureServer(secure.server, timeouts)
+    app = secure
+  } else {
+    app = Fastify({ ...common, http: timeouts.http })
+  }
   try {
-    await app.register(toolnexusA2A, { ...opts.a2a, client: opts.client, toolkit: opts.toolkit })
+    // The plugin is typed for Fastify's default server; its raw writes (SSE, a peer's close) work on HTTP/2's compat objects as well (test/https.test.ts).
+    await (app as FastifyInstance).register(toolnexusA2A, { ...opts.a2a, client: opts.client, toolkit: opts.toolkit })
+    if (https) closeSessionsOnClose(app as SecureFastifyInstance)
     await app.listen({ host, port })
   } catch (err) {
     await app.close()
@@ -84,7 +121,48 @@ export async function serve(addr: string, opts: ServeOptions): Promise<ServedAge
   const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address
   let stopping: Promise<void> | undefined
   const stop = () => (stopping ??= app.close())
-  return { url: `http://${shownHost}:${address.port}`, app, stop, close: stop }
+  return { url: `${https ? "https" : "http"}://${shownHost}:${address.port}`, app, stop, close: stop }
+}
+
+/**
+ * Node before 24 leaves HTTP/2 connections open on close, and the close waits on them: each is told to go away
+ * (GOAWAY; what it still has open finishes) after the agent's own preClose (added before this one) has ended its streams.
+ */
+function closeSessionsOnClose(app: SecureFastifyInstance): void {
+  const sessions = new Set<ServerHttp2Session>()
+  app.server.on("session", (session) => {
+    sessions.add(session)
+    session.once("close", () => sessions.delete(session))
+  })
+  app.addHook("preClose", (done) => {
+    for (const session of sessions) session.close()
+    done()
+  })
+}
+
+/** serve()'s `https` checked (each field's type, then that the key and certificate load and match) and copied; undefined without it. */
+function httpsOptions(value: unknown): HttpsOptions | undefined {
+  if (value === undefined) return undefined
+  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new TypeError(`toolnexus: serve() https should be an object { key, cert, ca?, passphrase? }`)
+  const { key, cert, ca, passphrase } = value as Record<string, unknown>
+  if (!isPem(key)) throw new TypeError(`toolnexus: serve() https.key should be a PEM string or Buffer`)
+  if (!isPem(cert)) throw new TypeError(`toolnexus: serve() https.cert should be a PEM string or Buffer`)
+  if (ca !== undefined && !(Array.isArray(ca) ? ca.length > 0 && ca.every(isPem) : isPem(ca))) {
+    throw new TypeError(`toolnexus: serve() https.ca should be a PEM string or Buffer, or an array of them`)
+  }
+  if (passphrase !== undefined && typeof passphrase !== "string") throw new TypeError(`toolnexus: serve() https.passphrase should be a string`)
+  const https: HttpsOptions = { key, cert, ...(ca !== undefined && { ca: ca as HttpsOptions["ca"] }), ...(passphrase !== undefined && { passphrase }) }
+  try {
+    createSecureContext(https)
+  } catch (err) {
+    // OpenSSL's reason (bad decrypt, key values mismatch, no start line), never the material itself.
+    throw new TypeError(`toolnexus: serve() https.key and https.cert should be a PEM private key and its certificate: ${(err as Error).message}`, { cause: err })
+  }
+  return https
+}
+
+function isPem(material: unknown): material is string | Buffer {
+  return (typeof material === "string" || Buffer.isBuffer(material)) && material.length > 0
 }
 
 /**
@@ -92,7 +170,7 @@ export async function serve(addr: string, opts: ServeOptions): Promise<ServedAge
  * Fastify has one (5.12 on, where the top-level option is deprecated), else the top-level option.
  * Read from the default export: a named import of an export Fastify lacks fails the whole module.
  */
-function withoutRequestLogging(): FastifyServerOptions {
+function withoutRequestLogging(): Pick<FastifyServerOptions, "logController" | "disableRequestLogging"> {
   const { LogController } = Fastify as { LogController?: typeof Fastify.LogController }
   return LogController ? { logController: new LogController({ disableRequestLogging: true }) } : { disableRequestLogging: true }
 }

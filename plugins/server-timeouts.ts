@@ -1,4 +1,5 @@
 import type { ServerOptions } from "node:http"
+import { constants, type Http2SecureServer } from "node:http2"
 
 /** How long a peer may take at each stage of an HTTP request before serve() closes its connection. */
 export interface ServerTimeouts {
@@ -29,6 +30,25 @@ export function timeoutOptions(timeouts: ServerTimeouts | undefined): { requestT
   // Node checks both deadlines only every connectionsCheckingInterval (30 s by default): check often enough to keep them.
   const connectionsCheckingInterval = Math.max(10, Math.min(1000, Math.floor(headersMs / 2)))
   return { requestTimeout: requestMs, keepAliveTimeout: idleMs, http: { headersTimeout: headersMs, connectionsCheckingInterval } }
+}
+
+/**
+ * The deadlines on serve()'s TLS listener, an HTTP/2 server that also takes HTTP/1.1, where Fastify sets none:
+ * Node reads the HTTP/1.1 ones from the server's own fields (the checking interval when it starts listening).
+ * An HTTP/2 request has no socket of its own for them: its stream is reset when its body has not ended
+ * within requestMs, as an HTTP/1.1 one is closed with 408. (Fastify closes an HTTP/2 connection idle for
+ * its http2SessionTimeout, which serve() sets to idleMs.)
+ */
+export function applyToSecureServer(server: Http2SecureServer, { requestTimeout, keepAliveTimeout, http }: ReturnType<typeof timeoutOptions>): void {
+  Object.assign(server, { requestTimeout, keepAliveTimeout, headersTimeout: http.headersTimeout, connectionsCheckingInterval: http.connectionsCheckingInterval })
+  server.on("stream", (stream) => {
+    if (stream.endAfterHeaders) return // no body to wait for
+    const deadline = setTimeout(() => stream.close(constants.NGHTTP2_CANCEL), requestTimeout)
+    deadline.unref()
+    const done = () => clearTimeout(deadline)
+    stream.once("end", done)
+    stream.once("close", done)
+  })
 }
 
 function positiveMs(field: keyof ServerTimeouts, value: unknown): number {

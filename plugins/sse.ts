@@ -17,7 +17,9 @@ export async function writeEvents(reply: FastifyReply, stream: AsyncIterable<Str
     raw.destroy()
   }
   cutOff?.addEventListener("abort", cut, { once: true })
-  raw.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" })
+  // HTTP/2 forbids connection headers (Node drops it with a warning): only an HTTP/1 peer is told to keep the connection.
+  const keepAlive = reply.request.raw.httpVersionMajor === 1 && { connection: "keep-alive" }
+  raw.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", ...keepAlive, "x-accel-buffering": "no" })
   const heartbeat = setInterval(() => {
     if (!raw.writableEnded && !peerGone.aborted) raw.write(": keep-alive\n\n")
   }, heartbeatMs)

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from "node:child_process"
+import { execFileSync, spawn, type ChildProcess } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import { once } from "node:events"
 import fs from "node:fs"
@@ -128,6 +128,19 @@ export function tmpDir(t: Test, prefix = "tn-test-"): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix))
   t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
   return dir
+}
+
+/** A self-signed certificate for 127.0.0.1 and localhost (P-256, one day), made by the openssl command in a directory removed when the test ends: the files and their PEM text. */
+export function selfSignedCertificate(t: Test): { certFile: string; keyFile: string; cert: string; key: string } {
+  const dir = tmpDir(t, "tn-tls-")
+  const certFile = path.join(dir, "cert.pem")
+  const keyFile = path.join(dir, "key.pem")
+  execFileSync(
+    "openssl",
+    ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost", "-keyout", keyFile, "-out", certFile],
+    { stdio: ["ignore", "ignore", "pipe"] },
+  )
+  return { certFile, keyFile, cert: fs.readFileSync(certFile, "utf8"), key: fs.readFileSync(keyFile, "utf8") }
 }
 
 /** A pid no process has any more: a child's, after it has exited and been reaped. */
