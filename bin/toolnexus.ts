@@ -34,6 +34,7 @@ const agent = await toolkit.serve(`${config.host.includes(":") ? `[${config.host
     ...(config.cardSigning && { cardSigning: config.cardSigning }),
   },
   timeouts: config.timeouts,
+  ...(config.https && { https: config.https }),
   logger: log,
 })
 log.info(

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs"
+import { createSecureContext } from "node:tls"
 import { parseArgs } from "node:util"
 import { createClient, createLocalClient, type Client, type ClientOptions } from "./client/client.js"
 import { MAX_TIMER_MS, parseDuration } from "./duration.js"
@@ -35,6 +36,8 @@ interface CliConfig {
   push?: PushOptions
   /** The agent card's signing key, from --card-signing-key; absent, the card is unsigned. */
   cardSigning?: { privateKey: string }
+  /** The TLS certificate and key files' text, for serve()'s `https`; absent, plain HTTP. */
+  https?: { cert: string; key: string }
   logFormat: LogFormat
 }
 
@@ -54,6 +57,9 @@ Serves an A2A agent over JSON-RPC. Flags win over environment variables.
   --name NAME          agent name on the agent card (TOOLNEXUS_NAME)
   --public-url URL     the URL peers reach the agent at, advertised on the agent card
                        (TOOLNEXUS_PUBLIC_URL; default: taken from each request's Host header)
+  --tls-cert FILE      serve HTTPS (HTTP/2 and HTTP/1.1) with this PEM certificate (chain)
+                       (TOOLNEXUS_TLS_CERT; default: plain HTTP)
+  --tls-key FILE       ... and this PEM private key, unencrypted; both or neither (TOOLNEXUS_TLS_KEY)
   --base-url URL       model endpoint, e.g. https://api.openai.com/v1 (TOOLNEXUS_BASE_URL)
   --style STYLE        "openai" or "anthropic" (TOOLNEXUS_STYLE, default openai)
   --model MODEL        model name (TOOLNEXUS_MODEL)
@@ -120,6 +126,8 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
       retention: { type: "string" },
       name: { type: "string" },
       "public-url": { type: "string" },
+      "tls-cert": { type: "string" },
+      "tls-key": { type: "string" },
       "base-url": { type: "string" },
       style: { type: "string" },
       model: { type: "string" },
@@ -201,6 +209,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     maxAge: maxAgeFlag(setting("push-max-age")),
     maxAttempts: countFlag("push-max-attempts", setting("push-max-attempts")),
   })
+  const https = tlsFiles(setting("tls-cert"), setting("tls-key"))
   return {
     host: values.host ?? env.TOOLNEXUS_HOST ?? "127.0.0.1",
     port,
@@ -215,6 +224,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     ...(streams ? { streams } : {}),
     ...(push ? { push: push } : {}),
     ...cardSigningFlag(setting("card-signing-key")),
+    ...(https ? { https } : {}),
     logFormat,
   }
 }
@@ -246,18 +256,38 @@ function cardSigningFlag(file: string | undefined): { cardSigning?: { privateKey
 /** A signing key flag: the key file's text, checked to be a signing key; its content never appears in an error. */
 function signingKeyFile(flag: string, file: string | undefined): string | undefined {
   if (file === undefined) return undefined
-  let text: string
-  try {
-    text = readFileSync(file, "utf8")
-  } catch (err) {
-    throw new Error(`--${flag} ${JSON.stringify(file)} could not be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err })
-  }
+  const text = readFlagFile(flag, file)
   try {
     readSigningKey(text, `--${flag}`)
   } catch (err) {
     throw new Error(`${(err as Error).message} (file ${JSON.stringify(file)})`, { cause: err })
   }
   return text
+}
+
+/** --tls-cert and --tls-key: both files' text, checked to load as a certificate and its key; neither, undefined. Never a key's content in an error. */
+function tlsFiles(certFile: string | undefined, keyFile: string | undefined): { cert: string; key: string } | undefined {
+  if (certFile === undefined && keyFile === undefined) return undefined
+  if (keyFile === undefined) throw new Error("--tls-cert is set but no --tls-key: give the certificate's private key too (or TOOLNEXUS_TLS_KEY)")
+  if (certFile === undefined) throw new Error("--tls-key is set but no --tls-cert: give the certificate too (or TOOLNEXUS_TLS_CERT)")
+  const cert = readFlagFile("tls-cert", certFile)
+  const key = readFlagFile("tls-key", keyFile)
+  try {
+    createSecureContext({ cert, key })
+  } catch (err) {
+    // OpenSSL's reason: no start line (not PEM), bad decrypt (an encrypted key), key values mismatch.
+    throw new Error(`--tls-cert ${JSON.stringify(certFile)} and --tls-key ${JSON.stringify(keyFile)} should be a PEM certificate and its unencrypted private key: ${(err as Error).message}`, { cause: err })
+  }
+  return { cert, key }
+}
+
+/** A file a flag names, as text; an error names the flag and the file. */
+function readFlagFile(flag: string, file: string): string {
+  try {
+    return readFileSync(file, "utf8")
+  } catch (err) {
+    throw new Error(`--${flag} ${JSON.stringify(file)} could not be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err })
+  }
 }
 
 /** A count flag: a whole number of 1 or more. Throws naming the flag. */

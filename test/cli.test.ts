@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process"
 import { generateKeyPairSync } from "node:crypto"
 import fs from "node:fs"
+import https from "node:https"
 import { connect } from "node:net"
 import os from "node:os"
 import path from "node:path"
@@ -13,7 +14,7 @@ import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import { NatsTaskStore } from "../lib/stores/nats.js"
 import { PostgresTaskStore } from "../lib/stores/postgres.js"
 import { resolveStore } from "../lib/stores/resolve.js"
-import { callRpc, CLI_BIN, modelServer, postRpc, ROOT, rpc, startCli, tmpDir } from "./helpers.js"
+import { callRpc, CLI_BIN, modelServer, postRpc, ROOT, rpc, selfSignedCertificate, startCli, tmpDir, userMessage } from "./helpers.js"
 
 t.test("parseCli: defaults, env and flags", async (t) => {
   const retention = { terminalTtl: "30d" }
@@ -171,6 +172,51 @@ t.test("parseCli: push delivery flags (--push-signing-key FILE, --push-timeout, 
   t.throws(() => parseCli(["--push-timeout", "soon"], {}), /^--push-timeout should be a duration/)
   t.throws(() => parseCli(["--push-max-age", "0"], {}), /^--push-max-age should be a duration/)
   t.throws(() => parseCli(["--push-max-attempts", "0"], {}), /^--push-max-attempts should be a whole number of 1 or more/)
+})
+
+t.test("parseCli: --tls-cert FILE and --tls-key FILE (or their variables), both or neither, read and checked to be a pair", async (t) => {
+  const tls = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
+    const config = parseCli(argv, env)
+    return config === "help" ? undefined : config.https
+  }
+  const { certFile, keyFile, cert, key } = selfSignedCertificate(t)
+  t.equal(tls([]), undefined, "neither: plain HTTP")
+  t.same(tls(["--tls-cert", certFile, "--tls-key", keyFile]), { cert, key }, "the files' text, for serve()'s https")
+  t.same(tls([], { TOOLNEXUS_TLS_CERT: certFile, TOOLNEXUS_TLS_KEY: keyFile }), { cert, key }, "from the environment")
+  t.same(tls(["--tls-key", keyFile], { TOOLNEXUS_TLS_CERT: certFile }), { cert, key }, "a flag and a variable make a pair too")
+  t.equal(tls([], { TOOLNEXUS_TLS_CERT: "", TOOLNEXUS_TLS_KEY: "" }), undefined, "empty variables are unset")
+  t.throws(() => parseCli(["--tls-cert", certFile], {}), { message: "--tls-cert is set but no --tls-key: give the certificate's private key too (or TOOLNEXUS_TLS_KEY)" })
+  t.throws(() => parseCli(["--tls-key", keyFile], {}), { message: "--tls-key is set but no --tls-cert: give the certificate too (or TOOLNEXUS_TLS_CERT)" })
+  const missing = path.join(path.dirname(certFile), "missing.pem")
+  t.throws(() => parseCli(["--tls-cert", missing, "--tls-key", keyFile], {}), { message: `--tls-cert ${JSON.stringify(missing)} could not be read: ENOENT` })
+  t.throws(() => parseCli(["--tls-cert", certFile, "--tls-key", missing], {}), { message: `--tls-key ${JSON.stringify(missing)} could not be read: ENOENT` })
+
+  const other = selfSignedCertificate(t)
+  t.throws(() => parseCli(["--tls-cert", certFile, "--tls-key", other.keyFile], {}), /^--tls-cert ".*" and --tls-key ".*" should be a PEM certificate and its unencrypted private key: .*key values mismatch/)
+  const swapped = t.throws(() => parseCli(["--tls-cert", keyFile, "--tls-key", certFile], {}), /^--tls-cert ".*key\.pem" and --tls-key ".*cert\.pem" should be a PEM certificate and its unencrypted private key: /) as Error
+  const body = key.split("\n")[1]
+  t.notOk(swapped.message.includes(body), "the key's content is never in the error")
+})
+
+t.test("the toolnexus command serves HTTPS with --tls-cert and --tls-key: its URL and the card's say https", async (t) => {
+  const { certFile, keyFile, cert } = selfSignedCertificate(t)
+  const { url } = await startCli(t, ["--port", "0", "--store", "memory", "--tls-cert", certFile, "--tls-key", keyFile])
+  t.match(url, /^https:\/\/127\.0\.0\.1:\d+$/, "the start-up line's url")
+  const agent = new https.Agent({ ca: cert })
+  t.teardown(() => agent.destroy())
+  const request = (path: string, body?: unknown) =>
+    new Promise<any>((resolve, reject) => {
+      const req = https.request(url + path, { method: body === undefined ? "GET" : "POST", agent, headers: { "content-type": "application/json" } }, (res) => {
+        let text = ""
+        res.setEncoding("utf8").on("data", (chunk: string) => (text += chunk))
+        res.once("end", () => resolve(JSON.parse(text)))
+      })
+      req.once("error", reject)
+      req.end(body === undefined ? undefined : JSON.stringify(body))
+    })
+  t.equal((await request("/.well-known/agent-card.json")).url, `${url}/`, "the card advertises the https URL")
+  const sent = await request("/", rpc("SendMessage", { message: userMessage("hello"), configuration: { blocking: true } }))
+  t.equal(sent.result.artifacts[0].parts[0].text, "echo: hello", "the echo agent answers over TLS")
 })
 
 t.test("parseCli: --unowned-tasks-belong-to names a principal of TOOLNEXUS_TOKENS", async (t) => {
