@@ -2,9 +2,8 @@ import type { FastifyReply, FastifyRequest } from "fastify"
 import { Authenticator, type AuthSettings } from "../lib/a2a/auth.js"
 import { A2AError, ErrorCode } from "../lib/a2a/errors.js"
 import { errorFields } from "../lib/log.js"
-import { sendRefusal } from "./http-errors.js"
 
-/** The JSON-RPC route's onRequest hook and what it found: a request without a principal is refused with 401. */
+/** The A2A routes' onRequest hook and what it found: a request without a principal is refused with 401. */
 interface Authentication {
   /** Whether a token table is configured: only that is advertised on the agent card, a host's verify() may check anything. */
   usesTokens: boolean
@@ -27,7 +26,8 @@ export function createAuthentication(settings: AuthSettings<FastifyRequest>): Au
       }
       if (principal === undefined) {
         reply.header("www-authenticate", 'Bearer realm="a2a"')
-        return sendRefusal(request, reply, 401, new A2AError(ErrorCode.InvalidRequest, "Unauthorized: send Authorization: Bearer <token> or x-api-key: <key>"))
+        // Thrown, so each binding's error handler answers it in its own form (a JSON-RPC error, google.rpc.Status).
+        throw Object.assign(new A2AError(ErrorCode.InvalidRequest, "Unauthorized: send Authorization: Bearer <token> or x-api-key: <key>"), { statusCode: 401 })
       }
       principals.set(request, principal)
       return undefined

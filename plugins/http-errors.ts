@@ -4,7 +4,7 @@ import type { JsonRpcResponse } from "../lib/a2a/jsonrpc.js"
 import { answerVersion, codecFor } from "../lib/a2a/wire.js"
 
 /** Refusals after which the connection closes: a peer without credentials, or sending too much, gets no kept-alive socket to hold. */
-const CLOSES_CONNECTION = new Set([401, 413])
+export const CLOSES_CONNECTION: ReadonlySet<number> = new Set([401, 413])
 
 /** Sends a JSON-RPC error body with an HTTP status, for refusals made before the dispatcher runs; in the version answerVersion picks. */
 export function sendRefusal(request: FastifyRequest, reply: FastifyReply, status: number, error: A2AError): FastifyReply {
