@@ -13,6 +13,7 @@ import { JWKS_PATH, jwksHandler } from "./jwks-route.js"
 import { createAgent } from "./lifecycle.js"
 import { checkOptions, DEFAULT_BODY_LIMIT, DEFAULT_STREAM_HEARTBEAT_MS, FASTIFY_PLUGIN_TIMEOUT_MS, type ToolnexusA2AOptions } from "./options.js"
 import { registerRateLimit } from "./rate-limit.js"
+import { restRoutes } from "./rest-routes.js"
 
 export type { ToolnexusA2AOptions } from "./options.js"
 
@@ -24,7 +25,8 @@ declare module "fastify" {
 }
 
 /**
- * Serves a toolkit and client as an A2A agent: `POST /` for JSON-RPC and
+ * Serves a toolkit and client as an A2A agent: `POST /` for JSON-RPC, the
+ * HTTP+JSON routes (plugins/rest-routes.ts) and
  * `GET /.well-known/agent-card.json`, under `opts.prefix` when `ownPrefix`
  * (Fastify's own prefix option places the unwrapped plugin). Decorates the
  * instance with `taskStore`. The routes live in their own encapsulated
@@ -69,6 +71,13 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
           heartbeatMs: opts.streamHeartbeatMs ?? DEFAULT_STREAM_HEARTBEAT_MS,
         }),
       )
+      await routes.register(restRoutes, {
+        operations: agent.operations,
+        closing: agent.closing,
+        auth,
+        bodyLimit: opts.bodyLimit ?? DEFAULT_BODY_LIMIT,
+        heartbeatMs: opts.streamHeartbeatMs ?? DEFAULT_STREAM_HEARTBEAT_MS,
+      })
       const jwks = withKey(agent.jwks, cardSigner?.publicJwk)
       if (jwks) routes.get(JWKS_PATH, jwksHandler(jwks))
       if (agent.push) {

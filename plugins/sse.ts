@@ -1,15 +1,17 @@
 import type { FastifyReply } from "fastify"
 import type { StreamFrame } from "../lib/a2a/jsonrpc.js"
+import type { SseFrame } from "../lib/a2a/rest.js"
 
 /**
- * Writes each response as a server-sent event (with `id:` its position in
+ * Writes each event (a JSON-RPC response, or a REST StreamResponse or error
+ * with its `event:` name) as a server-sent event (with `id:` its position in
  * the Task's event log, which a peer sends back as `Last-Event-ID` to resume), waiting for the socket to
  * drain when the peer reads slowly, and ends the response when the stream
  * ends or the peer goes away. Every `heartbeatMs` it writes a comment line,
  * which SSE clients ignore: proxies see traffic and keep the stream, and a
  * write to a dead peer fails, which closes the connection and ends the stream.
  */
-export async function writeEvents(reply: FastifyReply, stream: AsyncIterable<StreamFrame>, peerGone: AbortSignal, heartbeatMs: number, cutOff?: AbortSignal): Promise<void> {
+export async function writeEvents(reply: FastifyReply, stream: AsyncIterable<StreamFrame | SseFrame>, peerGone: AbortSignal, heartbeatMs: number, cutOff?: AbortSignal): Promise<void> {
   const raw = reply.raw
   // A reader too far behind is dropped at once, what waits unread included: it resumes from the last id it has.
   const cut = () => {
@@ -25,9 +27,11 @@ export async function writeEvents(reply: FastifyReply, stream: AsyncIterable<Str
   }, heartbeatMs)
   heartbeat.unref()
   try {
-    for await (const { id, response } of stream) {
+    for await (const event of stream) {
       if (peerGone.aborted) break
-      const frame = `${id === undefined ? "" : `id: ${id}\n`}data: ${JSON.stringify(response)}\n\n`
+      const { id } = event
+      const named = "event" in event && event.event !== undefined ? `event: ${event.event}\n` : ""
+      const frame = `${id === undefined ? "" : `id: ${id}\n`}${named}data: ${JSON.stringify("response" in event ? event.response : event.data)}\n\n`
       if (!raw.write(frame)) await drained(raw, peerGone)
     }
   } catch (err) {
