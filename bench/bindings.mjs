@@ -4,7 +4,8 @@
 // ours: servers/toolnexus.mjs (serve(), memory store, logger: false) with "bindings": REST on the JSON-RPC port,
 // gRPC on an address of its own, both where its agent card says. The SDK: servers/sdk-bindings.mjs, one
 // DefaultRequestHandler and InMemoryTaskStore with server C's echo executor behind its JSON-RPC and REST Express
-// handlers and its gRPC service. The gRPC rows' ceiling: servers/bare-grpc.mjs, grpc-js answering fixed bytes. HTTP
+// handlers and its gRPC service. The gRPC rows' ceilings: servers/bare-grpc.mjs, grpc-js answering fixed bytes, and
+// servers/bare-h2.mjs, node:http2 answering the same bytes in a gRPC frame. HTTP
 // load from autocannon (load.mjs), gRPC load from grpc-load.mjs; every answer must be a completed Task. A binding ours
 // does not serve in this build is reported "not served", its rows empty.
 import path from "node:path"
@@ -15,11 +16,12 @@ import { median } from "./stats.mjs"
 
 export const BINDINGS = ["JSON-RPC", "HTTP+JSON", "gRPC"]
 export const SCENARIOS = ["GetTask", "SendMessage"]
-// In this order in odd rounds (ours next to the ceiling, as in the HTTP phase), reversed in even ones.
+// In this order in odd rounds (ours next to the ceilings, as in the HTTP phase), reversed in even ones.
 export const SIDES = [
   { key: "ours", label: "toolnexus serve(), memory store (logger: false)", script: "toolnexus.mjs", args: ["memory", "off", "bindings"] },
   // gRPC only: fixed answers, so it has no Task to make; it answers with the bytes ours (or the SDK) answered.
   { key: "bare", label: "bare @grpc/grpc-js, a fixed answer (the gRPC ceiling)", script: "bare-grpc.mjs", args: [], fixedAnswers: true },
+  { key: "h2", label: "bare node:http2, a fixed gRPC frame, no gRPC library (the floor under any gRPC server on Node)", script: "bare-h2.mjs", args: [], fixedAnswers: true },
   { key: "sdk", label: "@a2a-js/sdk 1.3: Express (JSON-RPC, REST) and grpc-js (gRPC), InMemoryTaskStore", script: "sdk-bindings.mjs", args: [] },
 ]
 
@@ -109,14 +111,18 @@ export async function bindingRounds({ settings, here, log }) {
     }
     await seed()
     // The ceiling answers what ours answered over gRPC (the SDK's answers when ours does not serve gRPC).
-    const [ours, bare, sdk] = ["ours", "bare", "sdk"].map((key) => running.find((side) => side.key === key))
+    const [ours, sdk] = ["ours", "sdk"].map((key) => running.find((side) => side.key === key))
     const source = ours.endpoints.gRPC ? ours : sdk
     const answer = async (name, arg) => (await grpcAnswerBytes(source.endpoints.gRPC, name, arg)).toString("base64")
-    await ask(bare.child, { payload: { GetTask: await answer("GetTask", seeded[source.key].gRPC), SendMessage: await answer("SendMessage") } })
-    await grpcCall(bare.info.grpc, "GetTask", "any")
-    bare.endpoints.gRPC = bare.info.grpc
-    seeded.bare = { gRPC: "any" }
-    log(`bindings: bare serves gRPC ${bare.info.grpc}, answering ${source.key}'s answers`)
+    const payload = { GetTask: await answer("GetTask", seeded[source.key].gRPC), SendMessage: await answer("SendMessage") }
+    for (const fixed of running.filter((side) => side.fixedAnswers)) {
+      await ask(fixed.child, { payload })
+      await grpcCall(fixed.info.grpc, "GetTask", "any")
+      await grpcCall(fixed.info.grpc, "SendMessage")
+      fixed.endpoints.gRPC = fixed.info.grpc
+      seeded[fixed.key] = { gRPC: "any" }
+      log(`bindings: ${fixed.key} serves gRPC ${fixed.info.grpc}, answering ${source.key}'s answers`)
+    }
     const runOnce = (side, binding, scenario, seconds) =>
       withChildCpu(side.child, () => CALLS[binding].load(side.endpoints[binding], scenario, seeded[side.key][binding], seconds, settings))
 
@@ -160,7 +166,7 @@ export async function bindingRounds({ settings, here, log }) {
       for (const scenario of SCENARIOS) {
         const m = medians[binding]?.[scenario]
         if (!m?.ours || !m?.sdk) continue
-        const bareToo = m.bare ? `, bare ${m.bare.rps.toFixed(0)} req/s (${m.bare.cpuUsPerRequest.toFixed(0)} µs CPU)` : ""
+        const bareToo = ["bare", "h2"].map((key) => (m[key] ? `, ${key} ${m[key].rps.toFixed(0)} req/s (${m[key].cpuUsPerRequest.toFixed(0)} µs CPU)` : "")).join("")
         log(`bindings: ${binding} ${scenario}: ours ${m.ours.rps.toFixed(0)} req/s (${m.ours.cpuUsPerRequest.toFixed(0)} µs CPU), SDK ${m.sdk.rps.toFixed(0)} req/s (${m.sdk.cpuUsPerRequest.toFixed(0)} µs CPU)${bareToo}`)
       }
     }

@@ -285,7 +285,7 @@ function bindingsSection(bindings, settings) {
     for (const scenario of ["GetTask", "SendMessage"]) {
       const runs = bindings.samples[binding]?.[scenario] ?? {}
       // The bare ceiling serves gRPC only.
-      for (const key of binding === "gRPC" && sides.bare ? ["ours", "bare", "sdk"] : ["ours", "sdk"]) {
+      for (const key of binding === "gRPC" ? ["ours", "bare", "h2", "sdk"].filter((k) => sides[k]) : ["ours", "sdk"]) {
         const where = `${key}: ${sides[key]}`
         if (!runs[key]) {
           rows.push([BINDING_NAMES[binding], SCENARIO_NAMES[scenario], where, `not served: ${(bindings.notServed?.[key]?.[binding] ?? "no runs").replaceAll("|", "\\|")}`, "", "", "", "", "", ""])
@@ -309,6 +309,7 @@ function bindingsSection(bindings, settings) {
       const target = binding === "JSON-RPC" ? "(the targets table's A/C rows, from the HTTP phase)" : "≥ 3×"
       ratios.push([BINDING_NAMES[binding], SCENARIO_NAMES[scenario], "ours/SDK", both ? byRate(runs.ours, runs.sdk) : "ours not served", both ? byCpu(runs.ours, runs.sdk) : "", target])
       if (runs.bare && runs.sdk) ratios.push([BINDING_NAMES[binding], SCENARIO_NAMES[scenario], "bare grpc-js/SDK (how far ahead of the SDK a grpc-js server can get)", byRate(runs.bare, runs.sdk), byCpu(runs.bare, runs.sdk), ""])
+      if (runs.h2 && runs.sdk) ratios.push([BINDING_NAMES[binding], SCENARIO_NAMES[scenario], "bare node:http2/SDK (how far ahead a gRPC server on Node's HTTP/2 can get)", byRate(runs.h2, runs.sdk), byCpu(runs.h2, runs.sdk), ""])
       if (runs.bare && runs.ours) ratios.push([BINDING_NAMES[binding], SCENARIO_NAMES[scenario], "ours/bare grpc-js", byRate(runs.ours, runs.bare), byCpu(runs.ours, runs.bare), ""])
     }
   }
@@ -323,13 +324,14 @@ Server children: ours (\`serve()\`, memory store, \`logger: false\`, gRPC on a p
 port; each where its agent card declares it), the SDK's (one \`DefaultRequestHandler\` with its \`InMemoryTaskStore\` and
 server C's executor behind its three handlers: JSON-RPC and REST on Express apps of their own, \`grpcService\` on a
 \`@grpc/grpc-js\` server) and, for gRPC, a bare \`@grpc/grpc-js\` server answering ours' answer bytes to every call (no
-decoding, no store: what grpc-js itself costs, as D is for HTTP). The same requests to all, A2A 1.0: JSON-RPC as in
+decoding, no store: what grpc-js itself costs, as D is for HTTP), and under it bare \`node:http2\` answering the same
+bytes in a gRPC frame with \`grpc-status: 0\` (no gRPC library: what Node's HTTP/2 costs). The same requests to all, A2A 1.0: JSON-RPC as in
 the HTTP phase; REST \`GET /tasks/{id}\` and a blocking \`POST /message:send\` through autocannon (${settings.connections} connections);
 gRPC \`/lf.a2a.v1.A2AService/GetTask\` and \`/SendMessage\` (\`a2a-version: 1.0\` metadata) from a load generator on
 \`@grpc/grpc-js\` in the parent (\`bench/grpc-load.mjs\`: ${settings.connections} unary calls kept in flight over ${bindings.grpcChannels} HTTP/2
 connections, the request encoded once and every answer decoded with the SDK's generated code). Every answer must be
 a completed Task. GetTask reads a Task made over the same binding before each round. ${settings.seconds} s per run after
-1 s of warm-up each; per round, for each binding and scenario, the servers back to back (ours, bare, SDK in odd
+1 s of warm-up each; per round, for each binding and scenario, the servers back to back (ours, bare, http2, SDK in odd
 rounds, the reverse in even ones), ${rounds} rounds; medians over rounds. Server CPU is the server child's (process and
 kernel) per answer; the load generator's is the parent's (autocannon's or the gRPC client's) per answer. Where the
 load generator spends as much per call as the servers do (the gRPC client does), it sets the rate for all of them
