@@ -7,6 +7,7 @@ import type { TaskStore } from "../lib/stores/task-store.js"
 import { createAuthentication } from "./authenticate.js"
 import { DEAD_LETTERS_PATH, deadLettersHandler } from "./dead-letters-route.js"
 import { agentCardHandler, CARD_PATH } from "./card-route.js"
+import { decorateGrpc } from "./grpc.js"
 import { answerHttpError } from "./http-errors.js"
 import { JSON_TYPES, jsonRpcHandler } from "./jsonrpc-route.js"
 import { JWKS_PATH, jwksHandler } from "./jwks-route.js"
@@ -15,6 +16,7 @@ import { checkOptions, DEFAULT_BODY_LIMIT, DEFAULT_STREAM_HEARTBEAT_MS, FASTIFY_
 import { registerRateLimit } from "./rate-limit.js"
 import { restRoutes } from "./rest-routes.js"
 
+export type { ToolnexusGrpc } from "./grpc.js"
 export type { ToolnexusA2AOptions } from "./options.js"
 
 declare module "fastify" {
@@ -29,7 +31,8 @@ declare module "fastify" {
  * HTTP+JSON routes (plugins/rest-routes.ts) and
  * `GET /.well-known/agent-card.json`, under `opts.prefix` when `ownPrefix`
  * (Fastify's own prefix option places the unwrapped plugin). Decorates the
- * instance with `taskStore`. The routes live in their own encapsulated
+ * instance with `taskStore`, and with `toolnexusGrpc`, which serves the same
+ * agent over gRPC on an address of its own. The routes live in their own encapsulated
  * context, so their error handler and parsers never touch the host's routes.
  */
 async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPrefix: boolean): Promise<void> {
@@ -46,6 +49,7 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
   fastify.addHook("onReady", agent.onReady)
   fastify.addHook("preClose", agent.preClose)
   fastify.addHook("onClose", agent.onClose)
+  decorateGrpc(fastify, opts, agent)
 
   await fastify.register(
     async function a2aRoutes(routes: FastifyInstance) {
