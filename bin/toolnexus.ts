@@ -35,11 +35,13 @@ const agent = await toolkit.serve(`${config.host.includes(":") ? `[${config.host
   },
   timeouts: config.timeouts,
   ...(config.https && { https: config.https }),
+  ...(config.grpc && { grpc: config.grpc }),
   logger: log,
 })
 log.info(
   {
     url: agent.url,
+    ...(agent.grpc && { grpc: agent.grpc }),
     store: withoutPassword(config.store),
     retention: config.retention?.terminalTtl ?? "off",
     model: client.model,

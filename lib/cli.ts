@@ -3,6 +3,7 @@ import { createSecureContext } from "node:tls"
 import { parseArgs } from "node:util"
 import { createClient, createLocalClient, type Client, type ClientOptions } from "./client/client.js"
 import { MAX_TIMER_MS, parseDuration } from "./duration.js"
+import { splitAddress } from "./grpc/address.js"
 import { allowList } from "./push/guard.js"
 import type { PushOptions } from "./push/options.js"
 import { readSigningKey } from "./signing-key.js"
@@ -38,6 +39,8 @@ interface CliConfig {
   cardSigning?: { privateKey: string }
   /** The TLS certificate and key files' text, for serve()'s `https`; absent, plain HTTP. */
   https?: { cert: string; key: string }
+  /** Where gRPC listens, "host:port", for serve()'s `grpc`; absent, no gRPC. */
+  grpc?: string
   logFormat: LogFormat
 }
 
@@ -60,6 +63,8 @@ Serves an A2A agent over JSON-RPC. Flags win over environment variables.
   --tls-cert FILE      serve HTTPS (HTTP/2 and HTTP/1.1) with this PEM certificate (chain)
                        (TOOLNEXUS_TLS_CERT; default: plain HTTP)
   --tls-key FILE       ... and this PEM private key, unencrypted; both or neither (TOOLNEXUS_TLS_KEY)
+  --grpc HOST:PORT     also serve gRPC (the spec's A2AService) on this address, over TLS with
+                       the --tls-cert certificate when set (TOOLNEXUS_GRPC; default: no gRPC)
   --base-url URL       model endpoint, e.g. https://api.openai.com/v1 (TOOLNEXUS_BASE_URL)
   --style STYLE        "openai" or "anthropic" (TOOLNEXUS_STYLE, default openai)
   --model MODEL        model name (TOOLNEXUS_MODEL)
@@ -128,6 +133,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
       "public-url": { type: "string" },
       "tls-cert": { type: "string" },
       "tls-key": { type: "string" },
+      grpc: { type: "string" },
       "base-url": { type: "string" },
       style: { type: "string" },
       model: { type: "string" },
@@ -210,6 +216,14 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     maxAttempts: countFlag("push-max-attempts", setting("push-max-attempts")),
   })
   const https = tlsFiles(setting("tls-cert"), setting("tls-key"))
+  const grpc = setting("grpc")
+  if (grpc !== undefined) {
+    try {
+      splitAddress(grpc)
+    } catch {
+      throw new Error(`--grpc should be HOST:PORT with a port 0-65535, e.g. 127.0.0.1:50051, got ${JSON.stringify(grpc)}`)
+    }
+  }
   return {
     host: values.host ?? env.TOOLNEXUS_HOST ?? "127.0.0.1",
     port,
@@ -225,6 +239,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     ...(push ? { push: push } : {}),
     ...cardSigningFlag(setting("card-signing-key")),
     ...(https ? { https } : {}),
+    ...(grpc !== undefined ? { grpc } : {}),
     logFormat,
   }
 }

@@ -4,6 +4,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyHttp2SecureOptions, type F
 import { pino, type DestinationStream, type Logger as PinoLogger, type LoggerOptions } from "pino"
 import type { LogFormat } from "../lib/cli.js"
 import type { Client } from "../lib/client/client.js"
+import { splitAddress } from "../lib/grpc/address.js"
 import { provideToolkitServer } from "../lib/tools/toolkit.js"
 import type { Toolkit } from "../lib/tools/types.js"
 import { toolnexusA2A, type ToolnexusA2AOptions } from "./a2a.js"
@@ -28,6 +29,8 @@ export interface ServeOptions {
   timeouts?: ServerTimeouts
   /** Listen with TLS: HTTP/2, and HTTP/1.1 for peers that speak only that. The card then advertises https:// URLs. */
   https?: HttpsOptions
+  /** Also serve gRPC (the spec's A2AService) on this "host:port" (port 0 picks one), over TLS with `https`'s certificate when given. */
+  grpc?: string
 }
 
 /** The server's certificate and key, as Node's tls takes them. */
@@ -50,6 +53,8 @@ export interface ServedAgent<App extends FastifyInstance | SecureFastifyInstance
   url: string
   /** The Fastify app, for adding routes or hooks: an HTTP/2 one with `https`. */
   app: App
+  /** With `grpc`: the address gRPC listens on, "host:port", as a gRPC client dials it. */
+  grpc?: string
   /** Lets running tasks finish (or marks them failed after the grace period), closes the server and the store it opened. Idempotent. */
   stop(): Promise<void>
   /** The same as stop(). */
@@ -83,8 +88,9 @@ export async function serve(addr: string, opts: ServeOptions & { https?: undefin
 export async function serve(addr: string, opts: ServeOptions): Promise<ServedAgent<FastifyInstance | SecureFastifyInstance>>
 export async function serve(addr: string, opts: ServeOptions): Promise<ServedAgent<FastifyInstance | SecureFastifyInstance>> {
   const { host, port } = parseAddress(addr)
+  if (opts.grpc !== undefined) splitAddress(opts.grpc) // a bad gRPC address is refused before anything listens
   const timeouts = timeoutOptions(opts.timeouts)
-  // Checked and copied once: the same certificate is what a gRPC listener started here would serve.
+  // Checked and copied once: the same certificate is what the gRPC listener (opts.grpc) serves.
   const https = httpsOptions(opts.https)
   // The plugin logs one line per JSON-RPC call, so Fastify's own request lines would only repeat it.
   // Fastify ends each close hook after pluginTimeout: set it so the whole shutdown grace fits.
@@ -98,6 +104,7 @@ export async function serve(addr: string, opts: ServeOptions): Promise<ServedAge
     ...(pluginTimeout !== undefined && { pluginTimeout }),
   }
   let app: FastifyInstance | SecureFastifyInstance
+  let grpc: string | undefined
   if (https) {
     // HTTP/1.1 stays allowed: the official JS client's fetch speaks only that. An HTTP/2 connection idle for idleMs is closed.
     const secureOptions: FastifyHttp2SecureOptions<Http2SecureServer> = { ...common, http2: true, https: { ...https, allowHTTP1: true }, http2SessionTimeout: timeouts.keepAliveTimeout }
@@ -112,6 +119,7 @@ export async function serve(addr: string, opts: ServeOptions): Promise<ServedAge
     await (app as FastifyInstance).register(toolnexusA2A, { ...opts.a2a, client: opts.client, toolkit: opts.toolkit })
     if (https) closeSessionsOnClose(app as SecureFastifyInstance)
     await app.listen({ host, port })
+    if (opts.grpc !== undefined) grpc = await app.toolnexusGrpc.listen(opts.grpc, https && { tls: https })
   } catch (err) {
     await app.close()
     throw err
@@ -121,7 +129,7 @@ export async function serve(addr: string, opts: ServeOptions): Promise<ServedAge
   const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address
   let stopping: Promise<void> | undefined
   const stop = () => (stopping ??= app.close())
-  return { url: `${https ? "https" : "http"}://${shownHost}:${address.port}`, app, stop, close: stop }
+  return { url: `${https ? "https" : "http"}://${shownHost}:${address.port}`, app, ...(grpc !== undefined && { grpc }), stop, close: stop }
 }
 
 /**

@@ -29,12 +29,15 @@ import { codecFor } from "../lib/a2a/wire.js"
 import { createLocalClient, type ModelFunction } from "../lib/client/client.js"
 import { fromProtoJson, ProtoJsonError, toProtoJson } from "../lib/grpc/convert.js"
 import { messageType } from "../lib/grpc/proto.js"
-import { A2AGrpcServer, splitAddress } from "../lib/grpc/server.js"
+import { splitAddress } from "../lib/grpc/address.js"
+import { A2AGrpcServer } from "../lib/grpc/server.js"
 import { decodeStatusDetails, STATUS_DETAILS_KEY } from "../lib/grpc/status.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import type { A2ATask } from "../lib/types.js"
+import { parseCli, USAGE } from "../lib/cli.js"
 import { toolnexusA2A, type ToolnexusA2AOptions } from "../plugins/a2a.js"
-import { deferred, injectRpc, memoryLogger, rpc, selfSignedCertificate, waitFor } from "./helpers.js"
+import { serve } from "../plugins/serve.js"
+import { deferred, injectRpc, memoryLogger, rpc, selfSignedCertificate, startCli, waitFor } from "./helpers.js"
 
 /**
  * The gRPC binding (lib/grpc): the spec's A2AService on an address of its own, driven by the official
@@ -613,4 +616,39 @@ t.test("A2AGrpcServer alone (no Fastify): close() ends open streams and is idemp
   t.match(await brokenSdk.getTask(GetTaskRequest.fromJSON({ id: "x" })).catch((err: unknown) => err as any), { status: grpc.status.INTERNAL, message: /Internal error in GetTask/ })
   t.match(await readStream(brokenSdk.sendMessageStream(say("x"))).catch((err: unknown) => err as any), { status: grpc.status.INTERNAL })
   t.match(log.lines.filter((line) => line.msg === "grpc call failed"), [{ method: "GetTask", err: { message: "no logger today" } }, { method: "SendStreamingMessage" }])
+})
+
+// ---------------------------------------------------------------------------
+// serve() and the toolnexus command
+
+t.test("serve(addr, { grpc }): gRPC on its own address, with https's certificate; a bad address is refused before anything listens", async (t) => {
+  const { cert, key } = selfSignedCertificate(t)
+  const srv = await serve("127.0.0.1:0", { client: createLocalClient(() => "served"), logger: false, https: { key, cert }, grpc: "127.0.0.1:0" })
+  t.teardown(() => srv.stop())
+  t.match(srv.grpc, /^127\.0\.0\.1:\d+$/)
+  t.not(srv.grpc, new URL(srv.url).host, "an address of its own")
+  const sdk = await sdkFor(srv.app as FastifyInstance, srv.grpc!.replace("127.0.0.1", "localhost"), grpc.credentials.createSsl(Buffer.from(cert)))
+  t.equal(((await sdk.sendMessage(say("hi"))) as any).status.state, TaskState.TASK_STATE_COMPLETED, "over TLS, with the HTTPS certificate")
+  const plain = await serve("127.0.0.1:0", { client: createLocalClient(() => "x"), logger: false })
+  t.teardown(() => plain.stop())
+  t.notOk("grpc" in plain, "no grpc option: no gRPC")
+  await t.rejects(serve("127.0.0.1:0", { client: createLocalClient(() => "x"), logger: false, grpc: "50051" }), { name: "TypeError", message: /gRPC address "50051" should be "host:port"/ })
+})
+
+t.test("parseCli: --grpc HOST:PORT (or TOOLNEXUS_GRPC), checked", async (t) => {
+  t.equal((parseCli(["--grpc", "127.0.0.1:50051"], {}) as any).grpc, "127.0.0.1:50051")
+  t.equal((parseCli([], { TOOLNEXUS_GRPC: "[::1]:0" }) as any).grpc, "[::1]:0")
+  t.notOk("grpc" in (parseCli([], {}) as object), "absent: no gRPC")
+  t.throws(() => parseCli(["--grpc", "everywhere"], {}), { message: '--grpc should be HOST:PORT with a port 0-65535, e.g. 127.0.0.1:50051, got "everywhere"' })
+  t.match(USAGE, /--grpc HOST:PORT .*\n.*TOOLNEXUS_GRPC; default: no gRPC/)
+})
+
+t.test("the toolnexus command serves gRPC with --grpc: the start-up line gives its address", async (t) => {
+  const { lines } = await startCli(t, ["--port", "0", "--store", "memory", "--grpc", "127.0.0.1:0"])
+  const address = String(lines.find((line) => line.msg === "toolnexus agent listening")?.grpc)
+  t.match(address, /^127\.0\.0\.1:\d+$/)
+  const sent = await rawCall(address, "SendMessage", encoded("SendMessageRequest", { message: { message_id: "m", role: 1, parts: [{ text: "hello" }] } }))
+  const answer = toProtoJson(messageType("SendMessageResponse"), messageType("SendMessageResponse").decode(sent.response!)) as any
+  t.equal(answer.task.status.state, "TASK_STATE_COMPLETED")
+  t.same(answer.task.artifacts[0].parts, [{ text: "echo: hello" }], "the offline echo agent, over gRPC")
 })

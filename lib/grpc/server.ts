@@ -7,6 +7,7 @@ import type { A2AOperations, OperationName, OperationResult } from "../a2a/opera
 import type { StreamItem } from "../a2a/task-streams.js"
 import { negotiateVersion } from "../a2a/wire.js"
 import { errorFields, type Logger } from "../log.js"
+import { splitAddress } from "./address.js"
 import { fromProtoJson, ProtoJsonError, toProtoJson } from "./convert.js"
 import { a2aService } from "./proto.js"
 import { grpcErrorStatus, STATUS_DETAILS_KEY } from "./status.js"
@@ -368,14 +369,6 @@ function textMetadata(metadata: grpc.Metadata): Record<string, string> {
 /** The peer's IP from grpc-js's "address:port". */
 function peerAddress(peer: string): string {
   return peer.replace(/:\d+$/, "")
-}
-
-/** "host:port", "[v6]:port" or ":port" (host 127.0.0.1), as serve() reads its address. */
-export function splitAddress(address: string): { host: string; port: number } {
-  const match = typeof address === "string" ? /^(?:(\[[0-9a-fA-F:.%a-zA-Z]+\])|([^:[\]]*)):(\d{1,5})$/.exec(address.trim()) : null
-  const port = match ? Number(match[3]) : NaN
-  if (!match || port > 65535) throw new TypeError(`toolnexus: the gRPC address ${JSON.stringify(address)} should be "host:port" with a port 0-65535, e.g. "127.0.0.1:50051" or "[::1]:0"`)
-  return { host: match[1] ?? (match[2] || "127.0.0.1"), port }
 }
 
 /** The key (decrypted when it has a passphrase: grpc-js takes plain PEM) and certificate chain, without client certificates. */
