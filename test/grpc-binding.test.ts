@@ -409,6 +409,12 @@ t.test("a raw gRPC peer: a2a-version 1.0 or none is served, 0.3 and others refus
   t.same(deleted.response, Buffer.alloc(0), "DeleteTaskPushNotificationConfig answers an Empty")
 })
 
+t.test("a request message larger than bodyLimit is RESOURCE_EXHAUSTED", async (t) => {
+  const { address } = await grpcAgent(t, { bodyLimit: 1024 })
+  const big = await rawCall(address, "SendMessage", encoded("SendMessageRequest", { message: { message_id: "m", role: 1, parts: [{ text: "x".repeat(2000) }] } }))
+  t.equal(big.error?.code, grpc.status.RESOURCE_EXHAUSTED)
+})
+
 t.test("auth: the same tokens as the HTTP routes, from authorization or x-api-key metadata; none is UNAUTHENTICATED", async (t) => {
   const alice = "alice-secret-0123456789"
   const bob = "bob-secret-0123456789ab"
