@@ -1,6 +1,7 @@
 import { hostname } from "node:os"
 import { randomUUID } from "node:crypto"
 import { copyWith } from "./objects.js"
+import type { PushEvent } from "./stores/push-store.js"
 import type { A2ATask, JsonObject } from "./types.js"
 
 /**
@@ -38,8 +39,29 @@ interface TaskInternals {
    * at once, the one whose save landed.
    */
   pushWriter?: string
+  /**
+   * The notifications of this Task whose files are not durable on their own
+   * (FileTaskStore): the save is their durable record, and they are made
+   * again from it after a crash of the machine. Left out when there are none.
+   */
+  pushPending?: PendingPush[]
   /** The position in the Task's event log of the last event this save reflects (see EventLog): where a stream starting from this Task picks up. */
   events?: number
+}
+
+/** A notification as its Task's save records it (see TaskInternals.pushPending): its outbox item, less what the Task gives. */
+export interface PendingPush {
+  /** The process that wrote its file: the file's name carries it. */
+  pid: number
+  /** The store that wrote it, whose mark (`.push/.boot/w-<by>`) says when it no longer needs this record. */
+  by: string
+  key: string
+  configId: string
+  seq: number
+  /** When it was enqueued, and due: ms since the epoch (a notification written anew after a failed attempt is synced, and no longer recorded here). */
+  at: number
+  /** What it reports; without `task`, the Task whose save records it (less its pushPending). */
+  event: Omit<PushEvent, "task"> & { task?: A2ATask }
 }
 
 /** The runners alive in this process: several servers may share one process (and one store). */
@@ -102,6 +124,44 @@ export function withPushSeq(task: A2ATask, seq: number, writer?: string): A2ATas
   if ((internals.pushSeq ?? 0) === seq && internals.pushWriter === writer) return task
   const { pushSeq: _seq, pushWriter: _writer, ...rest } = internals
   return withInternals(task, { ...rest, ...(seq === 0 ? {} : { pushSeq: seq }), ...(writer === undefined ? {} : { pushWriter: writer }) })
+}
+
+/** The notifications the stored Task records as pending (see TaskInternals.pushPending); none when it has no list. */
+export function pushPendingOf(task: A2ATask | undefined): PendingPush[] {
+  if (task === undefined) return []
+  const pending = internalsOf(task).pushPending
+  return Array.isArray(pending) ? pending.filter(isPendingPush) : []
+}
+
+function isPendingPush(value: PendingPush): boolean {
+  return (
+    value !== null &&
+    typeof value === "object" &&
+    Number.isSafeInteger(value.pid) &&
+    typeof value.by === "string" &&
+    typeof value.key === "string" &&
+    typeof value.configId === "string" &&
+    Number.isSafeInteger(value.seq) &&
+    Number.isFinite(value.at) &&
+    value.event !== null &&
+    typeof value.event === "object"
+  )
+}
+
+/** The Task without its pushPending: what a notification reports, and what a save starts from (a list read with the Task is never saved again as it was). */
+export function withoutPushPending(task: A2ATask): A2ATask {
+  const internals = internalsOf(task)
+  if (internals.pushPending === undefined) return task
+  const { pushPending: _pending, ...rest } = internals
+  return withInternals(task, rest)
+}
+
+/** The Task carrying `seq` as its committed push sequence and `pending` as its pending notifications (none: no list). */
+export function withPushRecord(task: A2ATask, seq: number, pending: PendingPush[]): A2ATask {
+  const internals = internalsOf(task)
+  if ((internals.pushSeq ?? 0) === seq && internals.pushPending === undefined && pending.length === 0) return task
+  const { pushSeq: _seq, pushPending: _pending, ...rest } = internals
+  return withInternals(task, { ...rest, ...(seq === 0 ? {} : { pushSeq: seq }), ...(pending.length === 0 ? {} : { pushPending: pending }) })
 }
 
 /** The Task as peers see it: without the server's own metadata. */

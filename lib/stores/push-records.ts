@@ -58,11 +58,29 @@ export function checkedEvent(event: PushEvent, store: string): PushEvent {
 
 /** The events of a save as JSON texts, in order, fixed when the save is called (a caller changing its Task later changes nothing stored). */
 export function eventTexts(events: readonly PushEvent[], task: A2ATask, store: string): string[] {
+  return events.map((event) => JSON.stringify(eventOfSave(event, task, store)))
+}
+
+/** An event of a save, fixed when the save is called: `text`, its JSON; none when it reports the very Task saved (the save's own text is its Task). */
+export interface SavedEvent {
+  kind: PushEvent["kind"]
+  artifactIndex?: number
+  text?: string
+}
+
+/** The events of a save as eventTexts fixes them, without serializing again the Task the save serializes anyway. */
+export function savedEvents(events: readonly PushEvent[], task: A2ATask, store: string): SavedEvent[] {
   return events.map((event) => {
-    checkedEvent(event, store)
-    if (event.task.id !== task.id) throw new TypeError(`${store}.push.saveWithEvent: event.task should be the Task saved (${JSON.stringify(task.id.slice(0, 128))})`)
-    return JSON.stringify(event)
+    eventOfSave(event, task, store)
+    if (event.task !== task) return { kind: event.kind, text: JSON.stringify(event) }
+    return event.artifactIndex === undefined ? { kind: event.kind } : { kind: event.kind, artifactIndex: event.artifactIndex }
   })
+}
+
+function eventOfSave(event: PushEvent, task: A2ATask, store: string): PushEvent {
+  checkedEvent(event, store)
+  if (event.task.id !== task.id) throw new TypeError(`${store}.push.saveWithEvent: event.task should be the Task saved (${JSON.stringify(task.id.slice(0, 128))})`)
+  return event
 }
 
 /** A 16-digit, zero-padded number: names that sort as the numbers do. */
