@@ -1,17 +1,20 @@
 import { createHash, randomBytes } from "node:crypto"
+import { readFile } from "node:fs/promises"
+import { uptime } from "node:os"
 import path from "node:path"
 import { BoundedCache } from "../bounded-cache.js"
 import { heapShare, textHeapBytes } from "../heap-budget.js"
-import { pushSeqOf } from "../internals.js"
+import { pushPendingOf, pushSeqOf, withoutPushPending, withPushRecord, type PendingPush } from "../internals.js"
 import { isProcessAlive } from "../process.js"
 import type { A2ATask } from "../types.js"
 import type { ReportError } from "./background-errors.js"
-import { idFromFileName, taskFileName, tmpFileName } from "./file-names.js"
+import { idFromFileName, TASK_FILE_SUFFIX, taskFileName, tmpFileName } from "./file-names.js"
 import { mapLimited } from "./file-index.js"
 import type { FileSystem } from "./file-system.js"
-import { ABANDONED_PUSH_ITEM_MS, assertClaimArgs, assertPushConfig, deadLetterOf, newOutboxItem, padded, retried } from "./push-records.js"
+import { NextRun } from "./next-run.js"
+import { ABANDONED_PUSH_ITEM_MS, assertClaimArgs, assertPushConfig, deadLetterOf, newOutboxItem, padded, retried, type SavedEvent } from "./push-records.js"
 import type { PushClaim, PushConfigRecord, PushDeadLetter, PushEvent, PushOutboxItem, PushStore } from "./push-store.js"
-import { assertTaskId } from "./task-checks.js"
+import { assertTaskId, parseStoredTask } from "./task-checks.js"
 
 /**
  * FileTaskStore's push capability, in `<dir>/.push/<taskfile>/`, one
@@ -27,16 +30,40 @@ import { assertTaskId } from "./task-checks.js"
  *   waiting for its retry) its name ends in `~<until>~<token>`;
  * - `d-<deadAt>-<key>.json`: a dead letter.
  *
- * Every file is written whole and fsynced before it counts (a rename of a
- * synced tmp file, or "wx" with O_DSYNC for the notifications), and the
+ * Configs, dead letters and a failed attempt's rewrite are written whole
+ * and fsynced before they count (a rename of a synced tmp file), and their
  * directory is fsynced after; a hold's rename is not (lost in a crash of the
  * machine, it only lets its notification be sent again, or its retry come
- * early). The Task's save is the commit marker: the
- * notifications of a save are written and fsynced first, then the Task is
- * saved carrying `pushSeq` (its internals) = their seq. A notification is
- * deliverable only once the stored Task's pushSeq reached it; one above it
- * whose writer died (or is older than a save can take) is from a save that
- * never landed, and is removed by the next save of the Task or by a claim.
+ * early). The Task's save is the commit marker: the notifications of a save
+ * are written first, then the Task is saved carrying `pushSeq` (its
+ * internals) = their seq. A notification is deliverable only once the stored
+ * Task's pushSeq reached it; one above it whose writer died (or is older than
+ * a save can take) is from a save that never landed, and is removed by the
+ * next save of the Task or by a claim.
+ *
+ * A new notification's file is not synced (no O_DSYNC, no fsync of it or of
+ * its directory): the Task's save, which is, records it (`pushPending`, its
+ * internals) with what is needed to write it again: its key, config, seq and
+ * time, and the Task it reports (left out when it is the Task saved). A save
+ * records its own notifications and carries those the stored Task recorded
+ * whose files are still there unsynced (an ack or a dead letter removes the
+ * file; a failed attempt's rewrite is synced). A kill of the process loses
+ * nothing (the page cache keeps the files); after a crash of the machine
+ * (`.push/.boot/id` names another boot), the store's opening, before any
+ * save or claim, writes again, synced, every recorded notification whose
+ * file is missing or unreadable: sent again at worst, under its key. To keep
+ * that to the notifications of the last seconds before the crash (a Task
+ * that is not saved again keeps its list), each store makes durable, every
+ * SETTLE_MS, the files it wrote that are still there SETTLE_MS after (and on
+ * close all of them), with their directories, then records how far that goes
+ * in `.push/.boot/w-<store>`: a recovery passes over a record older than its
+ * writer's mark whose file is gone (sent). A save carries at most
+ * MAX_CARRIED earlier records, and none when the Task's file is past
+ * MAX_CARRIED_BYTES; past that, their files are synced there and then and
+ * no longer recorded. Two processes saving one Task at once each write their
+ * notification, and the Task's last save records only its own: the other's
+ * is durable once its writer's mark covers it (within twice SETTLE_MS), and
+ * a crash of the machine before that may lose it.
  *
  * Leases: a claim renames the channel's first notification to a name that
  * holds it until the lease's end (a rename is atomic: of two processes only
@@ -83,6 +110,22 @@ const CACHED_RECORD_HEAP_BYTES = 1024
 const FULL_SCAN_MS = 5000
 /** When to look again at a notification whose save another process has under way. */
 const UNLANDED_RECHECK_MS = 1000
+/** Where the boot a store last ran under is recorded (`id`), and each store's mark (`w-<store>`): not a Task directory (no `.json`). */
+const BOOT_DIR = ".boot"
+const BOOT_FILE = "id"
+const MARK = "w-"
+/**
+ * How often a store makes durable the notification files it wrote that are
+ * still there this long after (most are sent by then, and cost no fsync),
+ * and marks how far that goes: a recovery after a crash of the machine sends
+ * again at most the notifications of the last two of these.
+ */
+const SETTLE_MS = 5000
+/** Earlier notifications a save carries in its record at most, and the size of the stored Task file (its record included) past which it carries none: their files are synced instead. */
+const MAX_CARRIED = 16
+const MAX_CARRIED_BYTES = 64 * 1024
+/** A boot time reckoned from the clock (no boot id) moves when the clock is set: this close, it is the same boot. */
+const BOOT_TIME_SLACK_S = 5
 
 /** What the push files need of their FileTaskStore. */
 export interface FilePushHost {
@@ -92,15 +135,17 @@ export interface FilePushHost {
   open(): Promise<void>
   /** The stored Task, or undefined. */
   stored(id: string): Promise<A2ATask | undefined>
+  /** The stored Task's text, or undefined; without waiting for the store's opening (recovery is part of it). */
+  storedText(id: string): Promise<string | undefined>
   /** Runs `write` in the Task's write order (after its saves and deletes called before). */
   inOrder<T>(id: string, write: () => Promise<T>): Promise<T>
   /** The store's save, with the events' notifications (it calls `prepare` inside the write order); resolves with how many it enqueued. */
   saveWithEvent(task: A2ATask, events: readonly PushEvent[]): Promise<number>
 }
 
-/** What a save does about push: the pushSeq the Task carries, how many notifications it wrote, how to take them back if the save fails, and what to do once it landed. */
+/** What a save does about push: the Task to save (with its pushSeq and the record of its pending notifications), how many notifications it wrote, how to take them back if the save fails, and what to do once it landed. */
 export interface PushPlan {
-  seq: number
+  task: A2ATask
   written: number
   undo(): Promise<void>
   landed(): void
@@ -116,6 +161,15 @@ interface Due {
   waiting?: boolean
 }
 
+
+/** A notification file this store wrote unsynced, not yet made durable (see settle). */
+interface Unsettled {
+  dirName: string
+  /** Its name as last known here (a hold renames it). */
+  name: string
+  /** Its record's `at`. */
+  at: number
+}
 
 /** A record (config, notification) as read or written. */
 interface Cached {
@@ -152,6 +206,22 @@ export class FilePushStore implements PushStore {
   /** Configs and notifications by file, each read once: no file's content changes (a put or a failed attempt writes a new name). */
   private readonly records = new BoundedCache<string, Cached>({ maxEntries: RECORD_CACHE_ENTRIES, maxBytes: heapShare(RECORD_CACHE_HEAP_FRACTION) }, (cached) => cached.bytes)
   private watcher: { close(): void } | undefined
+  /** This store's name in the records of the notifications it writes, and in its mark (`.push/.boot/w-<writer>`). */
+  private readonly writer = randomBytes(6).toString("base64url")
+  /** The notification files this store wrote unsynced and has not made durable, as far as it knows still there, by the path they were written under. */
+  private readonly unsettled = new Map<string, Unsettled>()
+  /** The `now` of each prepare under way: a mark never passes one (its files may not be written yet). */
+  private readonly preparing = new Set<{ now: number }>()
+  /** The `at` of the last notification this store wrote; undefined before the first. */
+  private lastWritten: number | undefined
+  /** This store's records older than this need not be carried: their files were made durable, and its mark says so. */
+  private settledBefore = -Infinity
+  private readonly settles = new NextRun(() => this.settleOnce())
+  private settleTimer: NodeJS.Timeout | undefined
+  /** The next settle covers every file written (close), not only those older than SETTLE_MS (the timer). */
+  private settleAll = false
+  /** Whether `.push` was there when the store opened: only then may a recovery be due. */
+  private rooted = false
 
   constructor(private readonly host: FilePushHost) {
     this.root = path.join(host.dir, ".push")
@@ -166,13 +236,197 @@ export class FilePushStore implements PushStore {
       if (isMissing(err)) return
       throw new Error(`${STORE} could not read ${this.root}: ${(err as Error).message}`, { cause: err })
     }
+    this.rooted = true
     // Watched, then read again: a directory made after the first read is either reported or read.
     this.watch()
-    for (const name of [...names, ...(await this.names(this.root))]) this.known.add(name)
+    for (const name of [...names, ...(await this.names(this.root))]) if (isTaskDir(name)) this.known.add(name)
   }
 
-  /** Stops the watch of `.push`. */
+  /**
+   * Part of the store's opening, after load and before its first save or
+   * claim: when `.push/.boot/id` names another boot of the machine (or
+   * none), writes again, synced, every notification a Task records as
+   * pending whose file is missing or unreadable, but for one whose file is
+   * gone and that its writer's mark (or the last recovery) says was durable
+   * (it was sent); then records this boot. Errors are reported, and the next
+   * opening tries again.
+   */
+  async recover(): Promise<void> {
+    if (!this.rooted) return
+    try {
+      const bootDir = path.join(this.root, BOOT_DIR)
+      const boot = await bootOfMachine()
+      const read = Date.now()
+      const recorded = parseJson<{ boot?: unknown; since?: unknown }>((await this.readText(path.join(bootDir, BOOT_FILE))) ?? "")
+      if (typeof recorded?.boot === "string" && sameBoot(recorded.boot, boot)) return
+      // A recovery leaves every record before it durable (its file read back, or written again, or sent): `since`.
+      const since = typeof recorded?.since === "number" ? recorded.since : -Infinity
+      const marks = new Map<string, number>()
+      const markNames = (await this.names(bootDir)).filter((name) => name.startsWith(MARK))
+      for (const name of markNames) {
+        const at = Number(await this.readText(path.join(bootDir, name)))
+        if (Number.isFinite(at)) marks.set(name.slice(MARK.length), at)
+      }
+      const durable = (record: PendingPush) => record.at < since || record.at < (marks.get(record.by) ?? -Infinity)
+      let failed = false
+      await mapLimited([...this.known], READERS, (dirName) =>
+        this.recreateIn(dirName, durable).catch((err: unknown) => {
+          failed = true
+          this.host.report(err, "push")
+        }),
+      )
+      if (failed) return
+      await this.recordBoot(boot, read)
+      // The new `since` covers what they did.
+      for (const name of markNames) await this.remove(path.join(bootDir, name))
+    } catch (err) {
+      this.host.report(err, "push")
+    }
+  }
+
+  /** Writes again, synced, the notifications this directory's Task records whose files a crash of the machine lost or left unreadable (see recover). */
+  private async recreateIn(dirName: string, durable: (record: PendingPush) => boolean): Promise<void> {
+    const dir = path.join(this.root, dirName)
+    const names = await this.names(dir)
+    const configs = currentConfigs(names)
+    if (configs.size === 0) return
+    const taskId = idFromFileName(dirName) ?? (await this.taskIdIn(dir, names))
+    if (taskId === undefined || taskFileName(taskId) !== dirName) return
+    let task: A2ATask | undefined
+    try {
+      const text = await this.host.storedText(taskId)
+      task = text === undefined ? undefined : parseStoredTask(text, STORE, `task file of ${JSON.stringify(taskId.slice(0, 128))}`)
+    } catch (err) {
+      // A file that could not be read is tried again by the next opening; one that is not a Task never will be.
+      if ((err as { cause?: { code?: unknown } }).cause?.code !== undefined) throw err
+      this.host.report(err, "push", taskId)
+      return
+    }
+    if (task === undefined) return
+    const records = pushPendingOf(task)
+    if (records.length === 0) return
+    const items = names.flatMap(itemName)
+    const dead = new Set(names.flatMap(deadLetterKey))
+    let snapshot: A2ATask | undefined
+    let wrote = false
+    for (const record of records) {
+      const configFile = configFileName(record.configId)
+      // Its config deleted (its notifications go with it), or given up on (a dead letter is synced): nothing to send.
+      if (!configs.has(configFile) || dead.has(record.key)) continue
+      const copies = items.filter((item) => item.seq === record.seq && item.pid === record.pid && item.configFile === configFile)
+      // Written anew after a failed attempt (synced), or gone after it was durable (sent).
+      if (copies.some((copy) => copy.attempts > 0) || (copies.length === 0 && durable(record))) continue
+      let whole = false
+      for (const copy of copies) {
+        const file = path.join(dir, copy.name)
+        if ((await this.readJson<PushOutboxItem>(file)) !== undefined) whole = true
+        else await this.remove(file)
+      }
+      if (whole) continue
+      const event = { ...record.event, task: record.event.task ?? (snapshot ??= withoutPushPending(task)) }
+      const item: PushOutboxItem = { key: record.key, taskId, configId: record.configId, seq: record.seq, event, attempts: 0, notBefore: record.at, enqueuedAt: record.at }
+      const name = itemFileName(record.seq, record.pid, 0, configFile)
+      const itemText = JSON.stringify(item)
+      await this.writeReplacing(dir, name, itemText)
+      this.remember(path.join(dir, name), item, itemText)
+      wrote = true
+    }
+    if (wrote) {
+      await this.syncDir(dir)
+      this.markDue(dirName)
+    }
+  }
+
+  /** Records the boot of the machine the store runs under, and that every record before `since` is durable without it. */
+  private async recordBoot(boot: string, since: number): Promise<void> {
+    const dir = path.join(this.root, BOOT_DIR)
+    const made = await this.host.fs.mkdir(dir, { recursive: true })
+    await this.writeReplacing(dir, BOOT_FILE, JSON.stringify({ boot, since }))
+    await this.syncDir(dir)
+    if (made !== undefined) await this.syncDir(this.root)
+  }
+
+  /**
+   * Makes durable the notification files this store wrote that are still
+   * there (then their directories), and marks how far that goes: a recovery
+   * does not write again a notification that was durable before it went.
+   * What close() calls; a timer does the same every SETTLE_MS for the files
+   * older than that. Never rejects.
+   */
+  settle(): Promise<void> {
+    this.settleAll = true
+    return this.settles.request()
+  }
+
+  private async settleOnce(): Promise<void> {
+    clearTimeout(this.settleTimer)
+    this.settleTimer = undefined
+    const all = this.settleAll
+    this.settleAll = false
+    if (this.lastWritten === undefined || (this.lastWritten < this.settledBefore && this.unsettled.size === 0)) return
+    let upTo = all ? Date.now() : Date.now() - SETTLE_MS
+    for (const { now } of this.preparing) upTo = Math.min(upTo, now)
+    const files = [...this.unsettled].filter(([, entry]) => entry.at < upTo)
+    for (const [file] of files) this.unsettled.delete(file)
+    const left: Array<[string, Unsettled]> = []
+    try {
+      const dirs = new Set<string>()
+      await mapLimited(files, READERS, async ([file, entry]) => {
+        const synced = await this.syncItem(path.join(this.root, entry.dirName), entry.name, path.basename(file))
+        if (synced === "synced") dirs.add(entry.dirName)
+        else if (synced === "moving") left.push([file, entry])
+      })
+      await mapLimited([...dirs], READERS, (dirName) => this.syncDir(path.join(this.root, dirName)))
+      for (const [, entry] of left) upTo = Math.min(upTo, entry.at)
+      const bootDir = path.join(this.root, BOOT_DIR)
+      await this.writeReplacing(bootDir, MARK + this.writer, String(upTo))
+      await this.syncDir(bootDir)
+      this.settledBefore = upTo
+    } catch (err) {
+      left.push(...files)
+      // A Task deleted meanwhile, or the store's directory: tried again, and gone then.
+      if (!isMissing(err)) this.host.report(err, "push")
+    }
+    for (const [file, entry] of left) if (!this.unsettled.has(file)) this.unsettled.set(file, entry)
+    if (this.unsettled.size > 0 || this.lastWritten >= upTo) this.scheduleSettle()
+  }
+
+  private scheduleSettle(): void {
+    if (this.settleTimer !== undefined) return
+    this.settleTimer = setTimeout(() => void this.settles.request(), SETTLE_MS)
+    this.settleTimer.unref()
+  }
+
+  /**
+   * Makes a notification's file durable (its directory is the caller's to
+   * sync), looking for it again when a hold moved it: "gone" when it is no
+   * longer there (sent, dead, written anew: synced), "moving" when it moved
+   * each time.
+   */
+  private async syncItem(dir: string, name: string, base: string): Promise<"synced" | "gone" | "moving"> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        const handle = await this.host.fs.open(path.join(dir, name), "r")
+        try {
+          await handle.sync()
+        } finally {
+          await handle.close()
+        }
+        return "synced"
+      } catch (err) {
+        if (!isMissing(err)) throw err
+      }
+      const found = (await this.names(dir)).flatMap(itemName).find((item) => item.base === base)
+      if (found === undefined) return "gone"
+      name = found.name
+    }
+    return "moving"
+  }
+
+  /** Stops the watch of `.push`, and the timer of settle (close() settles). */
   stop(): void {
+    clearTimeout(this.settleTimer)
+    this.settleTimer = undefined
     const watcher = this.watcher
     this.watcher = undefined
     try {
@@ -188,7 +442,7 @@ export class FilePushStore implements PushStore {
       this.watcher = this.host.fs.watchDirectory(
         this.root,
         (name) => {
-          if (name === undefined) return
+          if (name === undefined || !isTaskDir(name)) return
           this.known.add(name)
           this.markDue(name) // another process's new directory: its first notification need not wait for a full scan
         },
@@ -214,7 +468,11 @@ export class FilePushStore implements PushStore {
       const created = await this.host.fs.mkdir(dir, { recursive: true })
       // A new directory (and .push itself) is durable once its parent is synced.
       if (created !== undefined) {
-        if (typeof created === "string" && path.resolve(created) === this.root) await this.syncDir(this.host.dir)
+        if (typeof created === "string" && path.resolve(created) === this.root) {
+          await this.syncDir(this.host.dir)
+          // A new `.push` holds no notification: nothing before now needs recovering.
+          await this.recordBoot(await bootOfMachine(), Date.now())
+        }
         await this.syncDir(this.root)
       }
       this.known.add(path.basename(dir))
@@ -270,16 +528,28 @@ export class FilePushStore implements PushStore {
   }
 
   /**
-   * For a save of Task `taskId` (called in its write order, the store open):
-   * undefined when the Task has no push directory (the save goes on as it
-   * would without push); else the pushSeq to save the Task with (its last
-   * event's), the events' notifications written and synced, one seq each in
-   * order (none without configs or events), and
-   * the notifications of saves that never landed removed.
+   * For a save of Task `taskId` whose text is `text` (called in its write
+   * order, the store open): undefined when the Task has no push directory
+   * (the save goes on as it would without push); else the Task to save, with
+   * the pushSeq of its last event and the record of its pending
+   * notifications, the events' notifications written (unsynced, see the
+   * header), one seq each in order (none without configs or events), and the
+   * notifications of saves that never landed removed.
    */
-  async prepare(taskId: string, events: readonly string[], now: number): Promise<PushPlan | undefined> {
+  async prepare(taskId: string, events: readonly SavedEvent[], text: string, now: number): Promise<PushPlan | undefined> {
     const dirName = taskFileName(taskId)
     if (!this.known.has(dirName)) return undefined
+    // From the first await on: a mark taken meanwhile does not pass `now`, this save's notifications' `at`.
+    const writing = { now }
+    this.preparing.add(writing)
+    try {
+      return await this.prepareIn(dirName, taskId, events, text, now)
+    } finally {
+      this.preparing.delete(writing)
+    }
+  }
+
+  private async prepareIn(dirName: string, taskId: string, events: readonly SavedEvent[], text: string, now: number): Promise<PushPlan | undefined> {
     const dir = path.join(this.root, dirName)
     let names: string[]
     try {
@@ -289,36 +559,79 @@ export class FilePushStore implements PushStore {
       this.known.delete(dirName)
       return undefined
     }
-    const stored = pushSeqOf(await this.host.stored(taskId))
+    const storedText = await this.host.storedText(taskId)
+    const stored = storedText === undefined ? undefined : parseStoredTask(storedText, STORE, `task file of ${JSON.stringify(taskId.slice(0, 128))}`)
+    const storedSeq = pushSeqOf(stored)
     const items = names.flatMap(itemName)
     // In this write order no other save of ours is under way: above the stored seq, ours are from saves that failed.
-    const orphans = items.filter((item) => item.seq > stored && (item.pid === process.pid || !isProcessAlive(item.pid)))
+    const orphans = items.filter((item) => item.seq > storedSeq && (item.pid === process.pid || !isProcessAlive(item.pid)))
     for (const orphan of orphans) await this.remove(path.join(dir, orphan.name))
+    const task = withoutPushPending(JSON.parse(text) as A2ATask)
+    const earlier = await this.stillPending(dir, items, stored, storedText?.length ?? 0)
     const configs = events.length === 0 ? [] : await this.configsIn(dir, names)
-    if (configs.length === 0) return { seq: stored, written: 0, undo: async () => {}, landed: () => {} }
-    const first = Math.max(stored, ...items.map((item) => item.seq)) + 1
+    if (configs.length === 0) return { task: withPushRecord(task, storedSeq, earlier), written: 0, undo: async () => {}, landed: () => {} }
+    const first = Math.max(storedSeq, ...items.map((item) => item.seq)) + 1
     const written: string[] = []
     const undo = async () => {
-      for (const file of written) await this.remove(file).catch(() => {})
+      for (const file of written) {
+        this.unsettled.delete(file)
+        await this.remove(file).catch(() => {})
+      }
     }
+    const pending = [...earlier]
     try {
       for (const [i, event] of events.entries()) {
+        const { text: eventText, ...kind } = event
+        const reported: PushEvent = eventText === undefined ? { ...kind, task } : reportedEvent(eventText)
         for (const config of configs) {
-          const item = newOutboxItem(taskId, config.id, first + i, JSON.parse(event) as PushEvent, now)
-          const file = path.join(dir, itemFileName(first + i, process.pid, 0, configFileName(config.id)))
-          const text = JSON.stringify(item)
-          await this.writeNew(file, text)
-          this.remember(file, item, text)
+          const item = newOutboxItem(taskId, config.id, first + i, reported, now)
+          const name = itemFileName(item.seq, process.pid, 0, configFileName(config.id))
+          const file = path.join(dir, name)
+          const itemText = JSON.stringify(item)
+          await this.writeUnsynced(file, itemText)
           written.push(file)
+          this.remember(file, item, itemText)
+          this.unsettled.set(file, { dirName, name, at: now })
+          // The Task saved is left out of the record: it is the record's own.
+          pending.push({ pid: process.pid, by: this.writer, key: item.key, configId: config.id, seq: item.seq, at: now, event: eventText === undefined ? kind : reported })
         }
       }
-      await this.syncDir(dir)
     } catch (err) {
       await undo()
       throw err
     }
+    this.lastWritten = now
+    this.scheduleSettle()
     const seq = first + events.length - 1
-    return { seq, written: written.length, undo, landed: () => this.markDue(dirName, seq) }
+    return { task: withPushRecord(task, seq, pending), written: written.length, undo, landed: () => this.markDue(dirName, seq) }
+  }
+
+  /**
+   * What a save carries of the stored Task's record: the notifications whose
+   * files are still there unsynced (not written anew after a failed attempt,
+   * not made durable by this store since), each with the Task it reports.
+   * Past MAX_CARRIED of them, or when the stored Task's file is past
+   * MAX_CARRIED_BYTES, their files are made durable here instead, and only
+   * those that kept moving are carried.
+   */
+  private async stillPending(dir: string, items: readonly ItemName[], stored: A2ATask | undefined, storedBytes: number): Promise<PendingPush[]> {
+    const recorded = pushPendingOf(stored)
+    if (recorded.length === 0) return []
+    const unsynced = new Map<string, ItemName>()
+    for (const item of items) if (item.attempts === 0) unsynced.set(item.base, item)
+    const nameOf = (record: PendingPush) => itemFileName(record.seq, record.pid, 0, configFileName(record.configId))
+    let carried = recorded.filter((record) => unsynced.has(nameOf(record)) && !(record.by === this.writer && record.at < this.settledBefore))
+    if (carried.length > 0 && (carried.length > MAX_CARRIED || storedBytes > MAX_CARRIED_BYTES)) {
+      const moving: PendingPush[] = []
+      for (const record of carried) {
+        const item = unsynced.get(nameOf(record))!
+        if ((await this.syncItem(dir, item.name, item.base)) === "moving") moving.push(record)
+      }
+      await this.syncDir(dir)
+      carried = moving
+    }
+    let snapshot: A2ATask | undefined
+    return carried.map((record) => (record.event.task !== undefined ? record : { ...record, event: { ...record.event, task: (snapshot ??= withoutPushPending(stored!)) } }))
   }
 
   /** Removes a deleted Task's push directory (configs, notifications, dead letters). */
@@ -439,6 +752,7 @@ export class FilePushStore implements PushStore {
         lookAt(now) // another process claimed or settled it since the listing
         continue
       }
+      this.moved(dir, head.base, held)
       // An older copy of this very notification (its retry's rewrite was cut short). Not one of the same seq by another
       // process: two processes saving the Task at once each wrote their own, and both are sent.
       for (const older of items) {
@@ -466,7 +780,8 @@ export class FilePushStore implements PushStore {
         lookAt(now)
       } else if (item.notBefore > now) {
         // Due later (its wait was lost): held until then.
-        await this.renamed(dir, held, `${head.base}~${timeInName(item.notBefore)}~${WAITING}`)
+        const waits = `${head.base}~${timeInName(item.notBefore)}~${WAITING}`
+        if (await this.renamed(dir, held, waits)) this.moved(dir, head.base, waits)
         lookAt(item.notBefore)
       } else {
         // Settling it marks the directory; a lease that runs out unsettled ends then.
@@ -482,6 +797,7 @@ export class FilePushStore implements PushStore {
     // Held by another claim since this one's lease ran out, it is left to that claim: sent again, at least once.
     await this.remove(path.join(dir, held.name))
     this.records.delete(path.join(dir, held.base))
+    this.unsettled.delete(path.join(dir, held.base))
     this.settled(path.basename(dir), more)
   }
 
@@ -491,11 +807,14 @@ export class FilePushStore implements PushStore {
     const next = retried(claim.item, notBefore, String(error))
     const base = itemFileName(held.seq, held.pid, held.attempts + 1, held.configFile)
     const text = JSON.stringify(next)
-    // The new name first: a crash between leaves both, and a claim takes the one with more attempts.
+    // The new name first, durably (the old file may not be: see the header): a crash between leaves both, and a claim
+    // takes the one with more attempts.
     await this.writeReplacing(dir, `${base}~${timeInName(notBefore)}~${WAITING}`, text)
+    await this.syncDir(dir)
     this.remember(path.join(dir, base), next, text)
     await this.remove(path.join(dir, held.name))
     this.records.delete(path.join(dir, held.base))
+    this.unsettled.delete(path.join(dir, held.base))
     this.markDue(path.basename(dir))
   }
 
@@ -507,6 +826,7 @@ export class FilePushStore implements PushStore {
     await this.syncDir(dir)
     await this.remove(path.join(dir, held.name))
     this.records.delete(path.join(dir, held.base))
+    this.unsettled.delete(path.join(dir, held.base))
     this.markDue(path.basename(dir))
   }
 
@@ -558,8 +878,14 @@ export class FilePushStore implements PushStore {
   /** Ends the claim's hold (unless another claim took it over since); the channel's next claim may be due. */
   private async release(claim: PushClaim): Promise<void> {
     const { dir, held } = this.placeOf(claim)
-    await this.renamed(dir, held.name, held.base)
+    if (await this.renamed(dir, held.name, held.base)) this.moved(dir, held.base, held.base)
     this.markDue(path.basename(dir))
+  }
+
+  /** A notification this store holds or released under a new name: where settle finds it. */
+  private moved(dir: string, base: string, name: string): void {
+    const entry = this.unsettled.get(path.join(dir, base))
+    if (entry !== undefined) entry.name = name
   }
 
   /** Renames `from` to `to` in `dir`; false when `from` is gone (another process renamed or removed it first). */
@@ -591,7 +917,7 @@ export class FilePushStore implements PushStore {
    * (prepare) or removed with its Task.
    */
   private async taskDirs(): Promise<string[]> {
-    const names = await this.names(this.root)
+    const names = (await this.names(this.root)).filter(isTaskDir)
     for (const name of names) this.known.add(name)
     if (names.length > 0) this.watch()
     return names
@@ -673,6 +999,13 @@ export class FilePushStore implements PushStore {
     }
   }
 
+  /** Creates `file` with `text`, not synced (its Task's save records it, see the header); EEXIST when it exists. Synced on a file system layer that cannot. */
+  private async writeUnsynced(file: string, text: string): Promise<void> {
+    const { fs } = this.host
+    if (fs.createUnsynced === undefined) return this.writeNew(file, text)
+    await fs.createUnsynced(file, text, "utf8")
+  }
+
   /** Replaces `name` in `dir` with `text` whole: a synced tmp file renamed over it (the directory is synced by the caller when it matters). */
   private async writeReplacing(dir: string, name: string, text: string): Promise<void> {
     const tmp = path.join(dir, tmpFileName(name, process.pid, ++tmpCounter))
@@ -697,6 +1030,40 @@ export class FilePushStore implements PushStore {
       await handle.close()
     }
   }
+}
+
+/** A Task's directory under `.push`, not the boot record's (nor a tmp file). */
+function isTaskDir(name: string): boolean {
+  return name.endsWith(TASK_FILE_SUFFIX)
+}
+
+/** The key of a dead letter's file name (`d-<deadAt>-<key>.json`). */
+function deadLetterKey(name: string): string[] {
+  const match = /^d-\d{16}-(.+)\.json$/.exec(name)
+  return match ? [match[1]] : []
+}
+
+/** An event of another Task object than the one saved, from its text: without the list of pending notifications it may carry. */
+function reportedEvent(text: string): PushEvent {
+  const event = JSON.parse(text) as PushEvent
+  return { ...event, task: withoutPushPending(event.task) }
+}
+
+let machineBoot: Promise<string> | undefined
+
+/** This boot of the machine: Linux's boot id, else the time it booted, to the second. */
+function bootOfMachine(): Promise<string> {
+  machineBoot ??= readFile("/proc/sys/kernel/random/boot_id", "utf8").then(
+    (id) => `id ${id.trim()}`,
+    () => `at ${Math.round(Date.now() / 1000 - uptime())}`,
+  )
+  return machineBoot
+}
+
+function sameBoot(recorded: string, boot: string): boolean {
+  if (recorded === boot) return true
+  const [a, b] = [recorded, boot].map((text) => /^at (\d+)$/.exec(text)?.[1])
+  return a !== undefined && b !== undefined && Math.abs(Number(a) - Number(b)) <= BOOT_TIME_SLACK_S
 }
 
 function configName(name: string): Array<{ name: string; version: number; configFile: string }> {

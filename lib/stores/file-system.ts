@@ -2,7 +2,16 @@
 export interface FileSystem {
   /** Creates the store's directory and any missing parents; an existing directory is not an error. */
   mkdir(path: string, options: { recursive: true }): Promise<unknown>
+  /** "wx": a new file (EEXIST when it exists), whose writes the store makes durable (the default opens it with O_DSYNC); "r": for an fsync. */
   open(path: string, flags: "wx" | "r"): Promise<FileSystemHandle>
+  /**
+   * Optional: creates the file at `path` holding `data`, failing with
+   * EEXIST when it exists, without making it durable (no O_DSYNC, no
+   * fsync): the push notifications, which their Task's save records until
+   * they are sent. Without it, they are written as through `open("wx")`,
+   * synced.
+   */
+  createUnsynced?(path: string, data: string, encoding: "utf8"): Promise<void>
   rename(from: string, to: string): Promise<void>
   /** `recursive` only for the push directory of a deleted Task (`<dir>/.push/<taskfile>`). */
   rm(path: string, options: { force: true; recursive?: true }): Promise<void>

@@ -19,9 +19,8 @@ import { NextRun } from "./next-run.js"
 import { FilePushStore } from "./file-push.js"
 import { FileEventLog } from "./file-events.js"
 import { eventRetentionOf, type EventLog } from "./event-log.js"
-import { eventTexts } from "./push-records.js"
+import { savedEvents, type SavedEvent } from "./push-records.js"
 import type { PushEvent, PushStore } from "./push-store.js"
-import { withPushSeq } from "../internals.js"
 
 export type { FileStat, FileSystem, FileSystemHandle } from "./file-system.js"
 
@@ -97,6 +96,7 @@ function openFile(path: string, flags: "wx" | "r"): Promise<FileSystemHandle> {
 const defaultFileSystem: FileSystem = {
   mkdir: (path, options) => fsp.mkdir(path, options),
   open: openFile,
+  createUnsynced: (path, data, encoding) => viaCallback((done) => fs.writeFile(path, data, { encoding, flag: "wx" }, done)),
   rename: (from, to) => viaCallback((done) => fs.rename(from, to, done)),
   link: (from, to) => viaCallback((done) => fs.link(from, to, done)),
   appendFile: (path, data, encoding) => viaCallback((done) => fs.appendFile(path, data, encoding, done)),
@@ -193,6 +193,7 @@ export class FileTaskStore implements TaskStore {
       report: this.report,
       open: () => this.open(),
       stored: (id) => this.get(id),
+      storedText: async (id) => (this.canHold(id) ? (await this.readCurrent(this.fileFor(id), id))?.text : undefined),
       inOrder: (id, write) => this.writes.run(id, write),
       saveWithEvent: (task, events) => this.saveWithEvent(task, events),
     })
@@ -200,6 +201,7 @@ export class FileTaskStore implements TaskStore {
     this.directory = new OpenOnce(async () => {
       await openDirectory(this.fs, this.dir)
       await this.pushFiles.load()
+      await this.pushFiles.recover()
       this.retention?.start()
       this.eventFiles.start()
     })
@@ -307,18 +309,19 @@ export class FileTaskStore implements TaskStore {
 
   /**
    * save(), and for a Task with push configs the events' notifications,
-   * written before the Task, which carries the last one's seq (see FilePushStore).
+   * written before the Task, which carries the last one's seq and the record
+   * of what is pending (see FilePushStore).
    */
   private saveWithEvent(task: A2ATask, events: readonly PushEvent[]): Promise<number> {
     let file: string
     let text: string
-    let notified: string[]
+    let notified: SavedEvent[]
     try {
       assertTask(task, "FileTaskStore")
       file = this.fileFor(task.id)
       // Serialize now, so a caller mutating the Task after save() cannot change what lands on disk.
       text = JSON.stringify(task)
-      notified = eventTexts(events, task, "FileTaskStore")
+      notified = savedEvents(events, task, "FileTaskStore")
     } catch (err) {
       return Promise.reject(err)
     }
@@ -326,14 +329,14 @@ export class FileTaskStore implements TaskStore {
     const { id } = task
     return this.writes.run(id, async () => {
       await this.open()
-      const plan = await this.pushFiles.prepare(id, notified, Date.now())
+      const plan = await this.pushFiles.prepare(id, notified, text, Date.now())
       if (plan === undefined) {
         await this.writeDurably(file, text, key)
         return 0
       }
       try {
         // Kept in the read cache: the sender reads the Task's pushSeq soon after.
-        await this.writeDurably(file, JSON.stringify(withPushSeq(JSON.parse(text) as A2ATask, plan.seq)), key, true)
+        await this.writeDurably(file, JSON.stringify(plan.task), key, true)
       } catch (err) {
         await plan.undo()
         throw err
@@ -483,14 +486,16 @@ export class FileTaskStore implements TaskStore {
   /**
    * Stops the retention sweeps (of Tasks and of ended stream events) and the
    * index's watcher, and resolves once the opening and every save, delete and
-   * event append already called have landed (or failed). The store stays
-   * usable; its listings then find other processes' changes by the
-   * directory's times.
+   * event append already called have landed (or failed), and the push
+   * notifications they wrote are durable (see FilePushStore.settle). The
+   * store stays usable; its listings then find other processes' changes by
+   * the directory's times.
    */
   async close(): Promise<void> {
     this.index.stop()
     this.pushFiles.stop()
     await Promise.all([this.directory.current?.catch(() => {}), this.writes.idle(), this.retention?.stop(), this.eventFiles.stop()])
+    await this.pushFiles.settle()
   }
 
   /** `cache`: keep the text in the read cache (it always is when the index needs the file's stamp anyway). */
