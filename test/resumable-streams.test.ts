@@ -207,7 +207,7 @@ t.test("the SSE writer drops the connection of a stream cut off, though it waits
   const peerGone = new AbortController()
   raw.once("close", () => peerGone.abort())
   const cutOff = new AbortController()
-  const reply = { raw, log: memoryLogger() } as unknown as FastifyReply
+  const reply = { raw, request: { raw: { httpVersionMajor: 1 } }, log: memoryLogger() } as unknown as FastifyReply
   async function* frames() {
     for (let id = 1; ; id++) yield { id, response: { jsonrpc: "2.0" as const, id: 1, result: {} } }
   }
