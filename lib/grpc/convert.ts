@@ -25,10 +25,10 @@ export class ProtoJsonError extends TypeError {
 }
 
 /**
- * Message levels a message may nest: protobufjs's limit (protoc's default, 100), which its encoder and decoder
- * enforce too. Only Values recurse, two levels for each level of JSON (a Value and its Struct or ListValue), so
- * a Struct crosses gRPC up to about 50 levels deep, fewer than the 64 JSON-RPC takes: past it, a value is refused here,
- * naming where, before the encoder would refuse it without.
+ * Message levels a message may nest: protobufjs's limit (protoc's default, 100), which its decoder enforces
+ * on what a peer sends, and its encoder on what is answered. Only Values recurse, two levels for each level of
+ * JSON (a Value and its Struct or ListValue), so a Struct crosses gRPC up to about 50 levels deep, fewer than
+ * the 64 JSON-RPC takes: past it, an answer is refused here, naming where, before the encoder would refuse it without.
  */
 const MAX_LEVELS = protobuf.util.recursionLimit
 
@@ -90,12 +90,12 @@ const join = (path: string, key: string) => (path === "" ? key : `${path}.${key}
 
 /** A message of `type` (as protobufjs decodes it, or a plain object of proto field names) as ProtoJSON. */
 export function toProtoJson(type: protobuf.Type, message: object): JsonObject {
-  return messageToJson(type, message as Record<string, unknown>, "", 0) as JsonObject
+  return messageToJson(type, message as Record<string, unknown>, "") as JsonObject
 }
 
-function messageToJson(type: protobuf.Type, message: Record<string, unknown>, path: string, level: number): unknown {
+function messageToJson(type: protobuf.Type, message: Record<string, unknown>, path: string): unknown {
   const wellKnown = WELL_KNOWN_TO_JSON[type.fullName]
-  if (wellKnown !== undefined) return wellKnown(namesFor(type), message, path, level)
+  if (wellKnown !== undefined) return wellKnown(namesFor(type), message, path)
   const out: JsonObject = {}
   for (const field of planOf(type)) {
     const value = message[field.name]
@@ -105,14 +105,14 @@ function messageToJson(type: protobuf.Type, message: Record<string, unknown>, pa
       const entries = Object.entries(value as Record<string, unknown>)
       if (entries.length === 0) continue
       const map: JsonObject = {}
-      for (const [key, entry] of entries) map[key] = fieldToJson(field, entry, `${at}.${key}`, level)
+      for (const [key, entry] of entries) map[key] = fieldToJson(field, entry, `${at}.${key}`)
       out[field.json] = map
     } else if (field.repeated) {
       const list = value as unknown[]
       if (list.length === 0) continue
-      out[field.json] = list.map((entry, i) => fieldToJson(field, entry, `${at}[${i}]`, level))
+      out[field.json] = list.map((entry, i) => fieldToJson(field, entry, `${at}[${i}]`))
     } else if (field.explicit ? Object.hasOwn(message, field.name) : field.message !== undefined || !isDefault(field, value)) {
-      out[field.json] = fieldToJson(field, value, at, level)
+      out[field.json] = fieldToJson(field, value, at)
     }
   }
   return out
@@ -125,8 +125,8 @@ function isDefault(field: FieldPlan, value: unknown): boolean {
   return value === "" || value === 0 || value === false
 }
 
-function fieldToJson(field: FieldPlan, value: unknown, path: string, level: number): unknown {
-  if (field.message) return messageToJson(field.message, value as Record<string, unknown>, path, level + 1)
+function fieldToJson(field: FieldPlan, value: unknown, path: string): unknown {
+  if (field.message) return messageToJson(field.message, value as Record<string, unknown>, path)
   if (field.enumType) return field.enumType.valuesById[value as number] ?? value
   if (field.type === "bytes") return Buffer.from(value as Uint8Array).toString("base64")
   if (INT64.has(field.type)) return int64ToNumber(value)
@@ -138,10 +138,10 @@ function int64ToNumber(value: unknown): number {
   return typeof value === "number" ? value : Number((value as { toString(): string }).toString())
 }
 
-type ToJson = (names: WellKnownNames, message: Record<string, unknown>, path: string, level: number) => unknown
+type ToJson = (names: WellKnownNames, message: Record<string, unknown>, path: string) => unknown
 
 const WELL_KNOWN_TO_JSON: Record<string, ToJson | undefined> = {
-  ".google.protobuf.Timestamp": (names, message, path) => timestampToJson(names, message, path),
+  ".google.protobuf.Timestamp": timestampToJson,
   ".google.protobuf.Struct": structToJson,
   ".google.protobuf.Value": valueToJson,
   ".google.protobuf.ListValue": listToJson,
@@ -162,27 +162,27 @@ function timestampToJson(names: WellKnownNames, message: Record<string, unknown>
   return new Date(seconds * 1000).toISOString().replace(/\.\d{3}Z$/, `.${digits}Z`)
 }
 
-function structToJson(names: WellKnownNames, message: Record<string, unknown>, path: string, level: number): JsonObject {
+function structToJson(names: WellKnownNames, message: Record<string, unknown>, path: string): JsonObject {
   const out: JsonObject = {}
   const fields = message[names.fields] as Record<string, Record<string, unknown>>
-  for (const [key, value] of Object.entries(fields)) out[key] = valueToJson(names, value, `${path}.${key}`, level + 1)
+  for (const [key, value] of Object.entries(fields)) out[key] = valueToJson(names, value, `${path}.${key}`)
   return out
 }
 
-function valueToJson(names: WellKnownNames, message: Record<string, unknown>, path: string, level: number): unknown {
+function valueToJson(names: WellKnownNames, message: Record<string, unknown>, path: string): unknown {
   const [, number, string, bool, struct, list] = names.kinds
   const has = (name: string) => Object.hasOwn(message, name) && message[name] !== null && message[name] !== undefined
   if (has(number)) return message[number]
   if (has(string)) return message[string]
   if (has(bool)) return message[bool]
-  if (has(struct)) return structToJson(names, message[struct] as Record<string, unknown>, path, level + 1)
-  if (has(list)) return listToJson(names, message[list] as Record<string, unknown>, path, level + 1)
+  if (has(struct)) return structToJson(names, message[struct] as Record<string, unknown>, path)
+  if (has(list)) return listToJson(names, message[list] as Record<string, unknown>, path)
   return null // null_value, or no kind set
 }
 
-function listToJson(names: WellKnownNames, message: Record<string, unknown>, path: string, level: number): unknown[] {
+function listToJson(names: WellKnownNames, message: Record<string, unknown>, path: string): unknown[] {
   const values = message[names.values] as Array<Record<string, unknown>>
-  return values.map((value, i) => valueToJson(names, value, `${path}[${i}]`, level + 1))
+  return values.map((value, i) => valueToJson(names, value, `${path}[${i}]`))
 }
 
 /**
