@@ -476,7 +476,7 @@ t.test("a stream ends when its peer cancels the call (the slot is given back), a
     if (seen.length === 2) cancel.abort()
   })
   await t.rejects(first, "the canceled call ends the client's read")
-  await waitFor(() => lines.some((line) => line.method === "SendStreamingMessage" && line.msg === "a2a request"), 5000, "the server's end of the stream")
+  await waitFor(() => lines.some((line) => line.method === "SendStreamingMessage" && line.msg === "a2a request"), 15_000, "the server's end of the stream")
   t.ok(gates.has("wait one"), "the task goes on")
 
   let opened!: () => void
