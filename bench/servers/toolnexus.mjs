@@ -2,7 +2,8 @@
 // argv: <store selector: "memory" | "file:<dir>"> <logging: "off" | "devnull"> [<"bindings">]
 // With "bindings", gRPC is asked for too (serve()'s `grpc` option, on a free port of its own; or else the plugin's
 // `app.toolnexusGrpc.listen()`), and the child reports where each binding is served: `rest` (the HTTP+JSON base URL
-// the card declares, on the JSON-RPC port) and `grpc` ("host:port"), each left out when this build does not serve it.
+// the card declares, on the JSON-RPC port) and `grpc` ("host:port": the card's, else serve()'s `grpc`), each left out
+// when this build does not serve it.
 import { pino } from "pino"
 import { createLocalClient, createLogger, serve } from "../../dist/index.js"
 import { reportStartFailure, serveParent } from "../child.mjs"
@@ -35,6 +36,6 @@ async function servedBindings(served) {
   const res = await fetch(`${served.url}/.well-known/agent-card.json`, { headers: { "a2a-version": "1.0" } })
   const card = await res.json()
   const declared = (binding) => card.supportedInterfaces?.find((i) => i.protocolBinding === binding && i.protocolVersion === "1.0")?.url
-  const grpc = declared("GRPC") ?? (served.app.toolnexusGrpc ? await served.app.toolnexusGrpc.listen("127.0.0.1:0") : undefined)
+  const grpc = declared("GRPC") ?? (typeof served.grpc === "string" ? served.grpc : undefined) ?? (served.app.toolnexusGrpc ? await served.app.toolnexusGrpc.listen("127.0.0.1:0") : undefined)
   return { rest: declared("HTTP+JSON"), grpc }
 }
