@@ -101,7 +101,10 @@ export interface AgentCard {
   url: string
   protocolVersion: string
   preferredTransport: "JSONRPC"
-  supportedInterfaces: Array<{ url: string; protocolBinding: "JSONRPC"; protocolVersion: string }>
+  /** 1.0: every interface served, by binding and version; for GRPC the url is "host:port". */
+  supportedInterfaces: Array<{ url: string; protocolBinding: "JSONRPC" | "HTTP+JSON" | "GRPC"; protocolVersion: string }>
+  /** 0.3: the interfaces besides `url`'s preferred one (0.3's gRPC is not served). */
+  additionalInterfaces?: Array<{ url: string; transport: "JSONRPC" | "HTTP+JSON" }>
   provider?: AgentProvider
   capabilities: { streaming: boolean; pushNotifications: boolean; extendedAgentCard?: boolean; stateTransitionHistory?: boolean }
   defaultInputModes: string[]

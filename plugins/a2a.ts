@@ -1,12 +1,15 @@
-import type { FastifyInstance, FastifyPluginAsync } from "fastify"
+import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from "fastify"
 import fp from "fastify-plugin"
+import { publicAgentCard, type CardFeatures } from "../lib/a2a/card.js"
 import { CardSigner } from "../lib/a2a/card-signing.js"
 import { bodyTooDeep } from "../lib/a2a/depth.js"
+import { ExtendedCards } from "../lib/a2a/extended-card.js"
+import type { ExtendedCardOf } from "../lib/a2a/operations.js"
 import { withKey } from "../lib/signing-key.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import { createAuthentication } from "./authenticate.js"
 import { DEAD_LETTERS_PATH, deadLettersHandler } from "./dead-letters-route.js"
-import { agentCardHandler, CARD_PATH } from "./card-route.js"
+import { agentCardHandler, CARD_PATH, endpointUrl } from "./card-route.js"
 import { decorateGrpc } from "./grpc.js"
 import { answerHttpError } from "./http-errors.js"
 import { JSON_TYPES, jsonRpcHandler } from "./jsonrpc-route.js"
@@ -43,13 +46,26 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
   // Authentication settings are checked before the store is opened, so a refused registration leaves nothing open.
   const auth = opts.auth && createAuthentication(opts.auth)
   const cardSigner = opts.cardSigning && (await CardSigner.create(opts.cardSigning))
-  const agent = await createAgent(opts, fastify.log, fastify.initialConfig.pluginTimeout ?? FASTIFY_PLUGIN_TIMEOUT_MS)
+  const prefix = ownPrefix ? (opts.prefix ?? "") : ""
+  // What the card declares, known once the agent is built; read at request time, so gRPC's addresses are those bound by then.
+  let features: CardFeatures = {}
+  const extendedCards = opts.extendedCard && new ExtendedCards({ extendedCard: opts.extendedCard, signer: cardSigner })
+  const extendedCard: ExtendedCardOf | undefined =
+    extendedCards &&
+    ((principal, version, url) => extendedCards.cardFor(principal, publicAgentCard(opts, url ?? opts.url ?? ownUrl(fastify, prefix), features, version)))
+  const agent = await createAgent(opts, fastify.log, fastify.initialConfig.pluginTimeout ?? FASTIFY_PLUGIN_TIMEOUT_MS, extendedCard)
 
   fastify.decorate("taskStore", agent.store)
   fastify.addHook("onReady", agent.onReady)
   fastify.addHook("preClose", agent.preClose)
   fastify.addHook("onClose", agent.onClose)
   decorateGrpc(fastify, opts, agent)
+  features = {
+    usesTokens: auth?.usesTokens ?? false,
+    pushNotifications: agent.push !== undefined,
+    extendedAgentCard: extendedCards !== undefined,
+    grpc: fastify.toolnexusGrpc.addresses,
+  }
 
   await fastify.register(
     async function a2aRoutes(routes: FastifyInstance) {
@@ -63,6 +79,7 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
         void parseJson(request, text, done) // Fastify's own parser is synchronous; its typing allows a promise
       })
       routes.setErrorHandler(answerHttpError)
+      const cardUrl = (request: FastifyRequest) => opts.url ?? endpointUrl(request, routes.prefix)
       if (opts.rateLimit) await registerRateLimit(routes, opts.rateLimit)
 
       routes.post(
@@ -73,6 +90,7 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
           closing: agent.closing,
           principalOf: auth?.principalOf,
           heartbeatMs: opts.streamHeartbeatMs ?? DEFAULT_STREAM_HEARTBEAT_MS,
+          cardUrl,
         }),
       )
       await routes.register(restRoutes, {
@@ -81,6 +99,7 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
         auth,
         bodyLimit: opts.bodyLimit ?? DEFAULT_BODY_LIMIT,
         heartbeatMs: opts.streamHeartbeatMs ?? DEFAULT_STREAM_HEARTBEAT_MS,
+        cardUrl,
       })
       const jwks = withKey(agent.jwks, cardSigner?.publicJwk)
       if (jwks) routes.get(JWKS_PATH, jwksHandler(jwks))
@@ -91,11 +110,26 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
           deadLettersHandler({ push: agent.push.store, principalOf: auth?.principalOf, unownedTasksBelongTo: opts.auth?.unownedTasksBelongTo }),
         )
       }
-      const features = { usesTokens: auth?.usesTokens ?? false, pushNotifications: agent.push !== undefined, extendedAgentCard: opts.extendedCard !== undefined }
       routes.get(CARD_PATH, agentCardHandler({ card: opts, url: opts.url, prefix: routes.prefix, features, signer: cardSigner }))
     },
-    { prefix: ownPrefix ? (opts.prefix ?? "") : "" },
+    { prefix },
   )
+}
+
+/**
+ * The server's own endpoint URL, for a card asked for where no request URL
+ * says it (a gRPC peer's extended card) and `opts.url` is not set: where
+ * the app listens, under the routes' prefix; an app not listening (only
+ * injected into) has none, and says localhost.
+ */
+function ownUrl(fastify: FastifyInstance, prefix: string): string {
+  let origin = "http://localhost"
+  try {
+    origin = fastify.listeningOrigin
+  } catch {
+    // Not listening: no address to name.
+  }
+  return `${origin}${prefix.replace(/\/$/, "")}/`
 }
 
 /**

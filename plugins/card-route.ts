@@ -34,7 +34,8 @@ interface CardRouteOptions {
  */
 export function agentCardHandler({ card, url, prefix, features, signer }: CardRouteOptions): RouteHandlerMethod {
   return async function agentCard(request, reply) {
-    const unsigned = publicAgentCard(card, url ?? endpointUrl(request, prefix), features, answerVersion(request.headers["a2a-version"]))
+    const seen = features.grpc === undefined || features.grpc.length === 0 ? features : { ...features, grpc: dialable(features.grpc, request) }
+    const unsigned = publicAgentCard(card, url ?? endpointUrl(request, prefix), seen, answerVersion(request.headers["a2a-version"]))
     const body = JSON.stringify(signer ? await signer.sign(unsigned) : unsigned)
     const etag = `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`
     reply.header("vary", url === undefined ? DERIVED_URL_VARY : "A2A-Version").header("cache-control", CARD_CACHE_CONTROL).header("etag", etag)
@@ -46,6 +47,16 @@ export function agentCardHandler({ card, url, prefix, features, signer }: CardRo
 /** The endpoint URL a request reached the routes at: its protocol, Host and the routes' prefix. */
 export function endpointUrl(request: FastifyRequest, prefix: string): string {
   return `${request.protocol}://${request.host}${prefix.replace(/\/$/, "")}/`
+}
+
+/** gRPC addresses as a peer dials them: one bound to every interface (0.0.0.0, [::]) at the host the peer reached the card at. */
+function dialable(addresses: readonly string[], request: FastifyRequest): string[] {
+  return addresses.map((address) => {
+    const wildcard = /^(0\.0\.0\.0|\[::\]):(\d+)$/.exec(address)
+    if (wildcard === null) return address
+    const host = request.hostname.includes(":") && !request.hostname.startsWith("[") ? `[${request.hostname}]` : request.hostname
+    return `${host}:${wildcard[2]}`
+  })
 }
 
 /** If-None-Match compares weakly (RFC 9110 §13.1.2): `*`, or any listed tag equal to ours with or without W/. */

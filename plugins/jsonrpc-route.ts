@@ -14,10 +14,12 @@ interface JsonRpcRouteOptions {
   principalOf?: (request: FastifyRequest) => string | undefined
   /** How often an open stream gets a keep-alive comment. */
   heartbeatMs: number
+  /** The endpoint URL a request reached, for the extended card. */
+  cardUrl: (request: FastifyRequest) => string
 }
 
 /** `POST /`: one JSON-RPC request in, one JSON answer or an SSE stream out, and one log line per call. */
-export function jsonRpcHandler({ dispatcher, closing, principalOf, heartbeatMs }: JsonRpcRouteOptions): RouteHandlerMethod {
+export function jsonRpcHandler({ dispatcher, closing, principalOf, heartbeatMs, cardUrl }: JsonRpcRouteOptions): RouteHandlerMethod {
   const streams = new OpenStreams(closing)
   return async function jsonRpc(request, reply) {
     const started = performance.now()
@@ -31,6 +33,7 @@ export function jsonRpcHandler({ dispatcher, closing, principalOf, heartbeatMs }
       principal: principalOf?.(request),
       address: request.ip,
       lastEventId: request.headers["last-event-id"],
+      cardUrl: () => cardUrl(request),
     })
     const logLine = () =>
       request.log.info(

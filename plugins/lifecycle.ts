@@ -2,7 +2,7 @@ import { EventRecorder } from "../lib/a2a/event-recorder.js"
 import { TaskEvents } from "../lib/a2a/events.js"
 import { StoreFollower } from "../lib/a2a/follower.js"
 import { JsonRpcDispatcher } from "../lib/a2a/jsonrpc.js"
-import { A2AOperations } from "../lib/a2a/operations.js"
+import { A2AOperations, type ExtendedCardOf } from "../lib/a2a/operations.js"
 import type { PushSettings } from "../lib/a2a/push-configs.js"
 import { RecoveryService } from "../lib/a2a/recovery.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
@@ -42,9 +42,10 @@ interface Agent {
 
 /**
  * Builds the store, runner, follower, recovery, operations and bindings from checked
- * options; `pluginTimeout` is the Fastify instance's, which bounds preClose.
+ * options; `pluginTimeout` is the Fastify instance's, which bounds preClose;
+ * `extendedCard` answers GetExtendedAgentCard, when the host configured one.
  */
-export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, pluginTimeout: number): Promise<Agent> {
+export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, pluginTimeout: number, extendedCard?: ExtendedCardOf): Promise<Agent> {
   const graceMs = graceWithin(pluginTimeout, opts.shutdownGraceMs ?? DEFAULT_SHUTDOWN_GRACE_MS)
   if (opts.shutdownGraceMs !== undefined && graceMs < opts.shutdownGraceMs) {
     log.warn(
@@ -78,7 +79,7 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
   if (push) sender = new PushSender({ ...senderSettings(pushOptions), store: push.store, log, instance: runner.self.instance, signer })
   const follower = new StoreFollower({ store, runner, log, recorder })
   const streams = new StreamSlots({ maxStreams: opts.maxStreams, maxStreamsPerPrincipal: opts.maxStreamsPerPrincipal })
-  const operations = new A2AOperations({ store, runner, events, follower, streams, unownedTasksBelongTo: opts.auth?.unownedTasksBelongTo, push, recorder })
+  const operations = new A2AOperations({ store, runner, events, follower, streams, unownedTasksBelongTo: opts.auth?.unownedTasksBelongTo, push, recorder, extendedCard })
   const dispatcher = new JsonRpcDispatcher(operations)
   // A recovered Task is over: its log (events its dead server wrote) goes after the retention, like any finished Task's.
   const saveRecovered = async (task: A2ATask) => {

@@ -18,6 +18,8 @@ export interface RestRoutesOptions {
   bodyLimit: number
   /** How often an open stream gets a keep-alive comment. */
   heartbeatMs: number
+  /** The endpoint URL a request reached, for the extended card. */
+  cardUrl: (request: FastifyRequest) => string
 }
 
 /** Path parameters and query values arrive as text: they are coerced to the schema's types (a repeated query parameter is refused, not joined). */
@@ -86,6 +88,7 @@ function restHandler(route: RestRoute, binding: RestBinding, streams: OpenStream
         principal: opts.auth?.principalOf(request),
         address: request.ip,
         lastEventId: request.headers["last-event-id"],
+        cardUrl: () => opts.cardUrl(request),
       },
     )
     const logLine = () =>

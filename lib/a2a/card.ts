@@ -26,13 +26,17 @@ export interface CardFeatures {
   extendedAgentCard?: boolean
   /** Whether the card advertises the token schemes (a token table is configured). */
   usesTokens?: boolean
+  /** The gRPC binding's addresses, "host:port", as the official gRPC client dials them (none: gRPC is not served). */
+  grpc?: readonly string[]
 }
 
 /**
  * The agent card for an endpoint URL: the A2A 1.0 fields
- * (`supportedInterfaces`) and the 0.3 ones (`url`, `protocolVersion`,
- * `preferredTransport`, `supportsAuthenticatedExtendedCard`), so both
- * generations of client find the endpoint.
+ * (`supportedInterfaces`: JSON-RPC, then HTTP+JSON, in 1.0 and 0.3, then
+ * gRPC in 1.0 at each of its addresses; a client takes the first it speaks)
+ * and the 0.3 ones (`url`, `protocolVersion`, `preferredTransport`,
+ * `additionalInterfaces`, `supportsAuthenticatedExtendedCard`), so both
+ * generations of client find every endpoint.
  */
 export function buildAgentCard(opts: CardOptions, endpointUrl: string, features: CardFeatures = {}): AgentCard {
   const extendedAgentCard = features.extendedAgentCard ?? false
@@ -43,9 +47,16 @@ export function buildAgentCard(opts: CardOptions, endpointUrl: string, features:
     url: endpointUrl,
     protocolVersion: "0.3.0",
     preferredTransport: "JSONRPC",
+    additionalInterfaces: [
+      { url: endpointUrl, transport: "JSONRPC" },
+      { url: endpointUrl, transport: "HTTP+JSON" },
+    ],
     supportedInterfaces: [
       { url: endpointUrl, protocolBinding: "JSONRPC", protocolVersion: "1.0" },
       { url: endpointUrl, protocolBinding: "JSONRPC", protocolVersion: "0.3" },
+      { url: endpointUrl, protocolBinding: "HTTP+JSON", protocolVersion: "1.0" },
+      { url: endpointUrl, protocolBinding: "HTTP+JSON", protocolVersion: "0.3" },
+      ...(features.grpc ?? []).map((address) => ({ url: address, protocolBinding: "GRPC" as const, protocolVersion: "1.0" })),
     ],
     ...(opts.provider ? { provider: opts.provider } : {}),
     capabilities: { streaming: true, pushNotifications: features.pushNotifications ?? false, extendedAgentCard },

@@ -64,6 +64,9 @@ export const BINDING_ERRORS: Readonly<Record<ErrorCode, BindingError>> = {
 /** The domain of every ErrorInfo the server sends. */
 export const ERROR_DOMAIN = "a2a-protocol.org"
 
+/** ErrorInfo's type URL, as the JSON forms (ProtoJSON's Any) and gRPC's status details name it. */
+export const ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
+
 export interface JsonRpcErrorObject {
   code: number
   message: string
@@ -99,13 +102,11 @@ export function truncate(text: string, max = 128): string {
   return text.length <= max ? text : text.slice(0, max) + "…"
 }
 
-/** google.rpc.ErrorInfo for an error: its reason, our domain, and its data's plain fields (a task id, a field name) as metadata. */
+/** google.rpc.ErrorInfo for an error: its reason, our domain, and its data's fields (a task id, a field name) as metadata, a map of strings (any other value as its JSON). */
 export function errorInfo(error: A2AError): { reason: string; domain: string; metadata: Record<string, string> } {
   const metadata: Record<string, string> = {}
   if (error.data !== null && typeof error.data === "object" && !Array.isArray(error.data)) {
-    for (const [key, value] of Object.entries(error.data)) {
-      if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") metadata[key] = String(value)
-    }
+    for (const [key, value] of Object.entries(error.data)) metadata[key] = typeof value === "string" ? value : JSON.stringify(value)
   }
   return { reason: BINDING_ERRORS[error.code].reason, domain: ERROR_DOMAIN, metadata }
 }

@@ -34,6 +34,8 @@ interface DispatchContext {
   address?: string
   /** The request's `Last-Event-ID` header: SubscribeToTask resumes after that event. */
   lastEventId?: string | string[]
+  /** The endpoint URL the peer reached (see CallContext.cardUrl). */
+  cardUrl?: () => string
 }
 
 /** One event of a stream as the binding writes it: the JSON-RPC response, and the SSE `id:` it carries (none for an error). */
@@ -106,7 +108,7 @@ export class JsonRpcDispatcher {
 
     // A notification gets no answer: any stream it opens is ended at once.
     const endSignal = notification ? () => AbortSignal.abort() : ctx.endSignal
-    const called = await this.operations.run(operation, params, { version, log: ctx.log, endSignal, principal: ctx.principal, address: ctx.address, lastEventId: ctx.lastEventId })
+    const called = await this.operations.run(operation, params, { version, log: ctx.log, endSignal, principal: ctx.principal, address: ctx.address, lastEventId: ctx.lastEventId, cardUrl: ctx.cardUrl })
     let outcome: DispatchOutcome
     if (called.error !== undefined) outcome = answer(id, codec, called.error)
     else if ("stream" in called.answer!) {

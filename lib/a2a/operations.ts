@@ -1,7 +1,7 @@
 import { isInTenant, isVisibleTo, mayRead, ownersVisibleTo, positionOf } from "../internals.js"
 import { errorFields, type Logger } from "../log.js"
 import type { TaskStore } from "../stores/task-store.js"
-import type { A2AMessage, A2ATask } from "../types.js"
+import type { A2AMessage, A2ATask, AgentCard } from "../types.js"
 import { A2AError, ErrorCode, truncate } from "./errors.js"
 import type { EventRecorder } from "./event-recorder.js"
 import { eventQueue, type TaskEvents } from "./events.js"
@@ -70,7 +70,16 @@ export interface CallContext {
   address?: string
   /** The request's `Last-Event-ID`: SubscribeToTask resumes after that event. */
   lastEventId?: string | string[]
+  /** The endpoint URL the peer reached, for the card GetExtendedAgentCard answers; asked for by that operation only. Omitted: the server's own. */
+  cardUrl?: () => string
 }
+
+/**
+ * The extended agent card for an authenticated `principal` (undefined:
+ * none), in `version`'s form, advertising `cardUrl` (undefined: the
+ * server's own URL). Throws an A2AError when it cannot be given.
+ */
+export type ExtendedCardOf = (principal: string | undefined, version: WireVersion, cardUrl: string | undefined) => Promise<AgentCard>
 
 /** An operation's answer: a result (or one already in JSON), or a stream of results. */
 export type OperationResult = { result: unknown } | { resultJson: string } | { stream: AsyncIterable<StreamItem>; cutOff?: AbortSignal }
@@ -99,6 +108,8 @@ export interface OperationsOptions {
   push?: PushSettings
   /** Writes streamed events to the store's event log; resumed streams wait for what it has not written yet. */
   recorder?: EventRecorder
+  /** GetExtendedAgentCard's card, when the host configured one; omitted, it answers -32004. */
+  extendedCard?: ExtendedCardOf
 }
 
 /** A call on its way through an operation: its context, its version's codec, and the Task it turned out to be about. */
@@ -109,6 +120,7 @@ interface OperationCall {
   principal?: string
   address?: string
   lastEventId?: string | string[]
+  cardUrl?: () => string
   /** The tenant the request names (null: none): a Task is reached only under its own. */
   tenant: string | null
   taskId?: string
@@ -139,9 +151,7 @@ export class A2AOperations {
       ListTasks: (params, call) => this.listTasks(params, call),
       CancelTask: (params, call) => this.cancelTask(params, call),
       SubscribeToTask: (params, call) => this.subscribe(params, call),
-      GetExtendedAgentCard: async () => {
-        throw new A2AError(ErrorCode.UnsupportedOperation, "This agent has no extended agent card; read /.well-known/agent-card.json")
-      },
+      GetExtendedAgentCard: (_params, call) => this.extendedCard(call),
       CreateTaskPushNotificationConfig: (params, call) => this.createPushConfig(params, call),
       GetTaskPushNotificationConfig: (params, call) => this.getPushConfig(params, call),
       ListTaskPushNotificationConfigs: (params, call) => this.listPushConfigs(params, call),
@@ -174,6 +184,7 @@ export class A2AOperations {
       principal: ctx.principal,
       address: ctx.address,
       lastEventId: ctx.lastEventId,
+      cardUrl: ctx.cardUrl,
       tenant: null,
     }
     try {
@@ -375,6 +386,15 @@ export class A2AOperations {
     await this.read(ref.taskId, call)
     await configs.delete(ref)
     return { result: null }
+  }
+
+  /** The extended card for the caller; -32004 when the host configured none. */
+  private async extendedCard(call: OperationCall): Promise<OperationResult> {
+    const cardOf = this.opts.extendedCard
+    if (cardOf === undefined) {
+      throw new A2AError(ErrorCode.UnsupportedOperation, "This agent has no extended agent card; read /.well-known/agent-card.json")
+    }
+    return { result: await cardOf(call.principal, call.codec.version, call.cardUrl?.()) }
   }
 
   /** The push operations, or -32003 when push is off (a store without the capability, or `push: false`). */

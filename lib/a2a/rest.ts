@@ -1,6 +1,6 @@
 import type { Logger } from "../log.js"
 import type { JsonObject } from "../types.js"
-import { A2AError, BINDING_ERRORS, ErrorCode, errorInfo } from "./errors.js"
+import { A2AError, BINDING_ERRORS, ErrorCode, ERROR_INFO_TYPE, errorInfo } from "./errors.js"
 import type { A2AOperations, OperationName } from "./operations.js"
 import * as v03 from "./rest-v03.js"
 import type { StreamItem } from "./task-streams.js"
@@ -240,7 +240,6 @@ export const REST_ROUTES: readonly RestRoute[] = [...V10_ROUTES, ...V03_ROUTES]
 // ---------------------------------------------------------------------------
 // Errors
 
-const ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
 const BAD_REQUEST_TYPE = "type.googleapis.com/google.rpc.BadRequest"
 
 /** google.rpc.Code names for the HTTP refusals the error table has no row of its own for (made before an operation runs). */
@@ -297,6 +296,8 @@ export interface RestCallContext {
   endSignal?: () => AbortSignal
   principal?: string
   address?: string
+  /** The endpoint URL the peer reached (see CallContext.cardUrl). */
+  cardUrl?: () => string
   /** The request's `Last-Event-ID`: SubscribeToTask resumes after that event. */
   lastEventId?: string | string[]
 }
@@ -344,6 +345,7 @@ export class RestBinding {
       principal: ctx.principal,
       address: ctx.address,
       lastEventId: ctx.lastEventId,
+      cardUrl: ctx.cardUrl,
     })
     const about = { operation: served.operation, taskId: called.taskId, version }
     if (called.error !== undefined) return { ...errorAnswer(called.error, served.version), ...about, errorCode: called.error.code }

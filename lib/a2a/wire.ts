@@ -3,7 +3,7 @@ import { publicMetadata, publicTask } from "../internals.js"
 import { copyWith } from "../objects.js"
 import type { PushConfigRecord } from "../stores/push-store.js"
 import type { A2AArtifact, A2AMessage, A2APart, A2ATask, A2ATaskStatus, JsonObject, TaskState } from "../types.js"
-import { A2AError, ErrorCode } from "./errors.js"
+import { A2AError, ErrorCode, ERROR_INFO_TYPE, errorInfo } from "./errors.js"
 import type { TaskEvent } from "./events.js"
 
 /**
@@ -197,20 +197,6 @@ const codec03: WireCodec = {
   pushConfigList: (configs) => configs.map(pushConfigTo03),
 }
 
-const ERROR_REASONS: Record<number, string> = {
-  [ErrorCode.TaskNotFound]: "TASK_NOT_FOUND",
-  [ErrorCode.TaskNotCancelable]: "TASK_NOT_CANCELABLE",
-  [ErrorCode.PushNotificationNotSupported]: "PUSH_NOTIFICATION_NOT_SUPPORTED",
-  [ErrorCode.UnsupportedOperation]: "UNSUPPORTED_OPERATION",
-  [ErrorCode.ContentTypeNotSupported]: "CONTENT_TYPE_NOT_SUPPORTED",
-  [ErrorCode.VersionNotSupported]: "VERSION_NOT_SUPPORTED",
-  [ErrorCode.InvalidParams]: "INVALID_PARAMS",
-  [ErrorCode.InvalidRequest]: "INVALID_REQUEST",
-  [ErrorCode.MethodNotFound]: "METHOD_NOT_FOUND",
-  [ErrorCode.ParseError]: "PARSE_ERROR",
-  [ErrorCode.InternalError]: "INTERNAL_ERROR",
-}
-
 const codec10: WireCodec = {
   version: "1.0",
   task: taskToV1,
@@ -225,29 +211,17 @@ const codec10: WireCodec = {
     }
     return { statusUpdate: { taskId, contextId, status: statusToV1(event.status) } }
   },
-  // 1.0 carries error details as a list of google.rpc ErrorInfo objects.
+  // 1.0 carries error details as a list of google.rpc ErrorInfo objects (errors.ts's, as REST and gRPC send it).
   error(error) {
-    const metadata = error.data && typeof error.data === "object" ? stringValues(error.data as JsonObject) : undefined
-    return {
-      code: error.code,
-      message: error.message,
-      data: [errorInfo(ERROR_REASONS[error.code] ?? "UNKNOWN", metadata)],
-    }
+    const { reason, domain, metadata } = errorInfo(error)
+    const info: JsonObject = { "@type": ERROR_INFO_TYPE, reason, domain }
+    if (Object.keys(metadata).length > 0) info.metadata = metadata
+    return { code: error.code, message: error.message, data: [info] }
   },
   pushConfig: pushConfigToV1,
   pushConfigList: (configs, nextPageToken) => ({ configs: configs.map(pushConfigToV1), nextPageToken }),
 }
 
-function errorInfo(reason: string, metadata: Record<string, string> | undefined): JsonObject {
-  const info: JsonObject = { "@type": "type.googleapis.com/google.rpc.ErrorInfo", reason, domain: "a2a-protocol.org" }
-  put(info, "metadata", metadata)
-  return info
-}
-
-/** ErrorInfo metadata is a map of strings. */
-function stringValues(data: JsonObject): Record<string, string> {
-  return Object.fromEntries(Object.entries(data).map(([key, value]) => [key, typeof value === "string" ? value : JSON.stringify(value)]))
-}
 
 export function codecFor(version: WireVersion): WireCodec {
   return version === "1.0" ? codec10 : codec03

@@ -1,5 +1,5 @@
 import protobuf from "protobufjs"
-import { A2AError, BINDING_ERRORS, errorInfo, GrpcStatus } from "../a2a/errors.js"
+import { A2AError, BINDING_ERRORS, ERROR_INFO_TYPE, errorInfo, GrpcStatus } from "../a2a/errors.js"
 
 /**
  * An A2AError as gRPC answers it (the spec's §10.6): the status code of
@@ -13,7 +13,6 @@ import { A2AError, BINDING_ERRORS, errorInfo, GrpcStatus } from "../a2a/errors.j
 /** The trailer that carries the encoded google.rpc.Status. */
 export const STATUS_DETAILS_KEY = "grpc-status-details-bin"
 
-const ERROR_INFO_TYPE = "type.googleapis.com/google.rpc.ErrorInfo"
 const BAD_REQUEST_TYPE = "type.googleapis.com/google.rpc.BadRequest"
 
 /** google/rpc/status.proto and error_details.proto, the three messages used, with googleapis' field numbers. */
