@@ -1,6 +1,5 @@
 import type { FastifyReply, FastifyRequest } from "fastify"
-import { Authenticator, type AuthSettings } from "../lib/a2a/auth.js"
-import { A2AError, ErrorCode } from "../lib/a2a/errors.js"
+import { Authenticator, unauthenticated, type AuthSettings } from "../lib/a2a/auth.js"
 import { errorFields } from "../lib/log.js"
 
 /** The A2A routes' onRequest hook and what it found: a request without a principal is refused with 401. */
@@ -27,7 +26,7 @@ export function createAuthentication(settings: AuthSettings<FastifyRequest>): Au
       if (principal === undefined) {
         reply.header("www-authenticate", 'Bearer realm="a2a"')
         // Thrown, so each binding's error handler answers it in its own form (a JSON-RPC error, google.rpc.Status).
-        throw Object.assign(new A2AError(ErrorCode.InvalidRequest, "Unauthorized: send Authorization: Bearer <token> or x-api-key: <key>"), { statusCode: 401 })
+        throw Object.assign(unauthenticated(), { statusCode: 401 })
       }
       principals.set(request, principal)
       return undefined

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto"
+import { A2AError, ErrorCode } from "./errors.js"
 
 /**
  * Who is calling: bearer tokens and API keys looked up in a table, or a
@@ -85,4 +86,9 @@ export function securityCardFields(version: "0.3" | "1.0"): Record<string, unkno
     },
     security: [{ bearer: [] }, { apiKey: [] }],
   }
+}
+
+/** The error a request without credentials gets, on every binding (HTTP answers it with 401, gRPC with UNAUTHENTICATED). */
+export function unauthenticated(): A2AError {
+  return new A2AError(ErrorCode.InvalidRequest, "Unauthorized: send Authorization: Bearer <token> or x-api-key: <key>")
 }

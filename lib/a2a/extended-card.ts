@@ -1,6 +1,7 @@
 import type { AgentCard } from "../types.js"
 import type { CardSigner } from "./card-signing.js"
 import { checkCardOptions, type CardOptions } from "./card.js"
+import { unauthenticated } from "./auth.js"
 import { A2AError, ErrorCode } from "./errors.js"
 
 /** The fields of the public card an extended card may replace; the rest (URLs, interfaces, capabilities, security) is derived. */
@@ -56,11 +57,6 @@ export class ExtendedCards {
     const extended: AgentCard = fields === undefined || fields === null ? card : { ...card, ...checkedFields(fields) }
     return this.opts.signer ? this.opts.signer.sign(extended) : extended
   }
-}
-
-/** The error every request without credentials gets (the plugin's onRequest answers the same, with HTTP 401). */
-export function unauthenticated(): A2AError {
-  return new A2AError(ErrorCode.InvalidRequest, "Unauthorized: send Authorization: Bearer <token> or x-api-key: <key>")
 }
 
 function checkedFields(fields: unknown): ExtendedCardFields {
