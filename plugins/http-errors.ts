@@ -4,13 +4,31 @@ import type { JsonRpcResponse } from "../lib/a2a/jsonrpc.js"
 import { answerVersion, codecFor } from "../lib/a2a/wire.js"
 
 /** Refusals after which the connection closes: a peer without credentials, or sending too much, gets no kept-alive socket to hold. */
-export const CLOSES_CONNECTION: ReadonlySet<number> = new Set([401, 413])
+const CLOSES_CONNECTION: ReadonlySet<number> = new Set([401, 413])
+
+/**
+ * Ends the connection after a refusal with `status`, when it is one that
+ * closes it: HTTP/1 with `Connection: close`; HTTP/2, which has no such
+ * header, by ending the session once the answer is sent (a GOAWAY: streams
+ * under way finish, no new one starts).
+ */
+export function closeAfterRefusal(request: FastifyRequest, reply: FastifyReply, status: number): void {
+  if (!CLOSES_CONNECTION.has(status)) return
+  if (request.raw.httpVersionMajor !== 2) {
+    reply.header("connection", "close")
+    return
+  }
+  const session = (request.raw as unknown as { stream?: { session?: { close(): void; closed: boolean } } }).stream?.session
+  reply.raw.once("finish", () => {
+    if (session !== undefined && !session.closed) session.close()
+  })
+}
 
 /** Sends a JSON-RPC error body with an HTTP status, for refusals made before the dispatcher runs; in the version answerVersion picks. */
 export function sendRefusal(request: FastifyRequest, reply: FastifyReply, status: number, error: A2AError): FastifyReply {
   const body: JsonRpcResponse = { jsonrpc: "2.0", id: null, error: codecFor(answerVersion(request.headers["a2a-version"])).error(error) }
   request.log.info({ outcome: error.code, status }, "a2a request refused")
-  if (CLOSES_CONNECTION.has(status)) reply.header("connection", "close")
+  closeAfterRefusal(request, reply, status)
   return reply.code(status).type("application/json").send(body)
 }
 

@@ -5,7 +5,7 @@ import { A2AError, ErrorCode } from "../lib/a2a/errors.js"
 import type { A2AOperations } from "../lib/a2a/operations.js"
 import { errorAnswer, errorForm, REQUEST_CONTENT_TYPES, REST_ROUTES, RestBinding, type RestRoute } from "../lib/a2a/rest.js"
 import type { createAuthentication } from "./authenticate.js"
-import { CLOSES_CONNECTION } from "./http-errors.js"
+import { closeAfterRefusal } from "./http-errors.js"
 import { OpenStreams } from "./open-streams.js"
 import { writeEvents } from "./sse.js"
 
@@ -142,7 +142,7 @@ function answerRestError(err: FastifyError, request: FastifyRequest, reply: Fast
   const answer = errorAnswer(error, route ? errorForm(route, request.headers["a2a-version"]) : "1.0", status)
   request.log.info({ method: route?.operation, binding: "rest", outcome: error.code, status: answer.status }, "a2a request refused")
   // A peer without credentials, or sending too much, gets no kept-alive socket to hold.
-  if (CLOSES_CONNECTION.has(answer.status)) reply.header("connection", "close")
+  closeAfterRefusal(request, reply, answer.status)
   return reply.code(answer.status).type(answer.contentType).send(answer.body)
 }
 

@@ -297,3 +297,26 @@ t.test("the timeouts hold on the TLS listener: HTTP/1.1 headers and idle connect
   await within("an idle HTTP/2 session", new Promise((resolve) => session.once("goaway", resolve)))
   t.pass("an idle HTTP/2 connection is closed")
 })
+
+t.test("a refusal that closes the connection (401) ends an HTTP/2 session with a GOAWAY, and HTTP/1.1 with Connection: close", async (t) => {
+  const { srv, ca } = await secureAgent(t, undefined, { a2a: { auth: { tokens: { "https-secret-0123456789": "alice" } } } })
+  const warnings: string[] = []
+  const onWarning = (warning: Error) => warnings.push(warning.message)
+  process.on("warning", onWarning)
+  t.teardown(() => void process.off("warning", onWarning))
+
+  const session = http2Session(t, srv.url, ca)
+  const goaway = new Promise<void>((resolve) => session.once("goaway", () => resolve()))
+  const refused = await onHttp2(session, "/", sendMessage("hi"), V1)
+  t.equal(refused.status, 401, "HTTP/2: refused without credentials")
+  t.equal(refused.headers.connection, undefined, "with no connection header, which HTTP/2 forbids")
+  await goaway
+  t.pass("the server ended the session")
+  t.notOk(warnings.some((warning) => /connection/i.test(warning)), "and Node warned of no connection header")
+
+  const agent = new https.Agent({ ca, keepAlive: true })
+  t.teardown(() => agent.destroy())
+  const overHttp1 = await http1(agent, srv.url, "/", sendMessage("hi"), V1)
+  t.equal(overHttp1.status, 401)
+  t.equal(overHttp1.headers.connection, "close", "HTTP/1.1: Connection: close")
+})
