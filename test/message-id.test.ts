@@ -2,6 +2,7 @@ import t from "tap"
 import { TaskEvents } from "../lib/a2a/events.js"
 import { StoreFollower } from "../lib/a2a/follower.js"
 import { JsonRpcDispatcher } from "../lib/a2a/jsonrpc.js"
+import { A2AOperations } from "../lib/a2a/operations.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
 import { createLocalClient } from "../lib/client/client.js"
 import { memoryLogger, RecordingStore, rpc } from "./helpers.js"
@@ -14,7 +15,7 @@ function setup() {
   const events = new TaskEvents()
   // Every first message asks a question, so a follow-up has an input-required Task to continue.
   const runner = new TaskRunner({ store, client: createLocalClient(({ messages }) => (messages.length === 1 ? { text: "which?", inputRequired: true } : "done")), log, events })
-  const dispatcher = new JsonRpcDispatcher({ store, runner, events, follower: new StoreFollower({ store, runner, log }) })
+  const dispatcher = new JsonRpcDispatcher(new A2AOperations({ store, runner, events, follower: new StoreFollower({ store, runner, log }) }))
   const dispatch = (body: unknown, version?: string) => dispatcher.dispatch(body, { log, version })
   const call = async (body: unknown, version?: string) => JSON.parse((await dispatch(body, version)).body!)
   return { store, dispatch, call }
