@@ -1,8 +1,6 @@
 #!/usr/bin/env node
 import { clientFor, parseCli, USAGE } from "../lib/cli.js"
-import { createToolkit } from "../lib/tools/toolkit.js"
 import { withoutPassword } from "../lib/url-credentials.js"
-import { createLogger, logDestination } from "../plugins/serve.js"
 
 let config
 let client
@@ -19,6 +17,8 @@ if (config === "help" || client === undefined) {
   process.exit(0)
 }
 
+// The server's modules load once the flags are read: a refused flag or --help answers at once, even on a busy machine.
+const [{ createToolkit }, { createLogger, logDestination }] = await Promise.all([import("../lib/tools/toolkit.js"), import("../plugins/serve.js")])
 const log = createLogger({}, await logDestination(config.logFormat))
 const toolkit = await createToolkit()
 const agent = await toolkit.serve(`${config.host.includes(":") ? `[${config.host}]` : config.host}:${config.port}`, {
