@@ -1,6 +1,7 @@
 import type { FastifyRequest, RouteHandlerMethod } from "fastify"
 import type { JsonRpcDispatcher } from "../lib/a2a/jsonrpc.js"
 import { OpenStreams } from "./open-streams.js"
+import { logA2ARequest } from "./request-log.js"
 import { writeEvents } from "./sse.js"
 
 /** Content types the JSON-RPC route parses as JSON. */
@@ -35,18 +36,7 @@ export function jsonRpcHandler({ dispatcher, closing, principalOf, heartbeatMs, 
       lastEventId: request.headers["last-event-id"],
       cardUrl: () => cardUrl(request),
     })
-    const logLine = () =>
-      request.log.info(
-        {
-          method: outcome.method,
-          taskId: outcome.taskId,
-          version: outcome.version,
-          outcome: outcome.errorCode ?? "ok",
-          durationMs: Math.round(performance.now() - started),
-          ...(outcome.stream && { stream: true }),
-        },
-        "a2a request",
-      )
+    const logLine = () => logA2ARequest(request, started, outcome)
     if (outcome.stream) {
       reply.hijack()
       await writeEvents(reply, outcome.stream, endSignal(), heartbeatMs, outcome.cutOff)

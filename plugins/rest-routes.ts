@@ -7,6 +7,7 @@ import { errorAnswer, errorForm, REQUEST_CONTENT_TYPES, REST_ROUTES, RestBinding
 import type { createAuthentication } from "./authenticate.js"
 import { closeAfterRefusal } from "./http-errors.js"
 import { OpenStreams } from "./open-streams.js"
+import { logA2ARequest } from "./request-log.js"
 import { writeEvents } from "./sse.js"
 
 export interface RestRoutesOptions {
@@ -91,19 +92,7 @@ function restHandler(route: RestRoute, binding: RestBinding, streams: OpenStream
         cardUrl: () => opts.cardUrl(request),
       },
     )
-    const logLine = () =>
-      request.log.info(
-        {
-          method: outcome.operation,
-          taskId: outcome.taskId,
-          version: outcome.version,
-          outcome: outcome.errorCode ?? "ok",
-          durationMs: Math.round(performance.now() - started),
-          binding: "rest",
-          ...(outcome.stream && { stream: true }),
-        },
-        "a2a request",
-      )
+    const logLine = () => logA2ARequest(request, started, { ...outcome, method: outcome.operation }, "rest")
     if (outcome.stream) {
       reply.hijack()
       await writeEvents(reply, outcome.stream, endSignal(), opts.heartbeatMs, outcome.cutOff)
