@@ -26,7 +26,7 @@ import { StoreFollower } from "../lib/a2a/follower.js"
 import { A2AOperations } from "../lib/a2a/operations.js"
 import { TaskRunner } from "../lib/a2a/runner.js"
 import { codecFor } from "../lib/a2a/wire.js"
-import { createLocalClient, type ModelFunction } from "../lib/client/client.js"
+import { createLocalClient } from "../lib/client/client.js"
 import { fromProtoJson, ProtoJsonError, toProtoJson } from "../lib/grpc/convert.js"
 import { messageType } from "../lib/grpc/proto.js"
 import { splitAddress } from "../lib/grpc/address.js"
@@ -37,7 +37,7 @@ import type { A2ATask } from "../lib/types.js"
 import { parseCli, USAGE } from "../lib/cli.js"
 import { toolnexusA2A, type ToolnexusA2AOptions } from "../plugins/a2a.js"
 import { serve } from "../plugins/serve.js"
-import { deferred, injectRpc, memoryLogger, rpc, selfSignedCertificate, startCli, waitFor } from "./helpers.js"
+import { deferred, gatedModel, injectRpc, memoryLogger, rpc, selfSignedCertificate, startCli, waitFor } from "./helpers.js"
 
 /**
  * The gRPC binding (lib/grpc): the spec's A2AService on an address of its own, driven by the official
@@ -187,21 +187,6 @@ t.test("convert: a value of the wrong form names its field", async (t) => {
 // ---------------------------------------------------------------------------
 // A served agent and the official SDK's gRPC client
 
-/** The model: "echo: <prompt>", or held on a gate for prompts that start with "wait". */
-function gatedModel() {
-  const gates = new Map<string, ReturnType<typeof deferred<string>>>()
-  const signals: AbortSignal[] = []
-  const respond: ModelFunction = ({ messages, signal }) => {
-    const prompt = messages.at(-1)?.content ?? ""
-    if (!prompt.startsWith("wait")) return `echo: ${prompt}`
-    if (signal) signals.push(signal)
-    const gate = deferred<string>()
-    gates.set(prompt, gate)
-    signal?.addEventListener("abort", () => gate.reject(signal.reason))
-    return gate.promise
-  }
-  return { respond, gates, signals }
-}
 
 interface GrpcAgent {
   app: FastifyInstance

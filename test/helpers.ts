@@ -506,3 +506,19 @@ export function addTool(calls: Array<{ a: unknown; b: unknown }> = []): Tool {
     },
   }
 }
+
+/** The model: "echo: <prompt>", or held on a gate for prompts that start with "wait". */
+export function gatedModel() {
+  const gates = new Map<string, ReturnType<typeof deferred<string>>>()
+  const signals: AbortSignal[] = []
+  const respond: ModelFunction = ({ messages, signal }) => {
+    const prompt = messages.at(-1)?.content ?? ""
+    if (!prompt.startsWith("wait")) return `echo: ${prompt}`
+    if (signal) signals.push(signal)
+    const gate = deferred<string>()
+    gates.set(prompt, gate)
+    signal?.addEventListener("abort", () => gate.reject(signal.reason))
+    return gate.promise
+  }
+  return { respond, gates, signals }
+}

@@ -2,34 +2,19 @@ import { TaskNotFoundError } from "@a2a-js/sdk/errors"
 import { CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest, SubscribeToTaskRequest, TaskState } from "@a2a-js/sdk"
 import { ClientFactory } from "@a2a-js/sdk/client"
 import t, { type Test } from "tap"
-import { createLocalClient, type ModelFunction } from "../lib/client/client.js"
+import { createLocalClient } from "../lib/client/client.js"
 import { serve, type ServedAgent } from "../plugins/serve.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
-import { deferred, postRpc, RecordingStore, sseMessages, waitFor } from "./helpers.js"
+import { gatedModel, postRpc, RecordingStore, sseMessages, waitFor } from "./helpers.js"
 
 /**
  * A real listening server driven by the official @a2a-js/sdk 1.x client
  * (A2A-Version 1.0) and by a header-less 0.3 peer speaking raw JSON-RPC.
  */
 
-/** The model: answers "echo: <prompt>", or waits on a gate for prompts that start with "wait". */
-function model() {
-  const gates = new Map<string, ReturnType<typeof deferred<string>>>()
-  const signals: AbortSignal[] = []
-  const respond: ModelFunction = ({ messages, signal }) => {
-    const prompt = messages.at(-1)?.content ?? ""
-    if (!prompt.startsWith("wait")) return `echo: ${prompt}`
-    if (signal) signals.push(signal)
-    const gate = deferred<string>()
-    gates.set(prompt, gate)
-    signal?.addEventListener("abort", () => gate.reject(signal.reason))
-    return gate.promise
-  }
-  return { respond, gates, signals }
-}
 
 async function start(t: Test, store?: TaskStore) {
-  const m = model()
+  const m = gatedModel()
   const srv = await serve("127.0.0.1:0", { client: createLocalClient(m.respond), a2a: { name: "interop", store }, logger: false })
   t.teardown(() => srv.stop())
   const sdk = await new ClientFactory().createFromUrl(srv.url)
