@@ -10,6 +10,24 @@ import { reportStartFailure, serveParent } from "../child.mjs"
 export const textPart = (text) => ({ content: { $case: "text", value: text }, metadata: undefined, filename: "", mediaType: "" })
 export const status = (state) => ({ state, message: undefined, timestamp: new Date().toISOString() })
 
+/** The SDK servers' agent card: A2A 1.0, the interfaces given, one chat skill. */
+export function sdkCard(description, supportedInterfaces) {
+  return {
+    name: "bench",
+    description,
+    supportedInterfaces,
+    provider: undefined,
+    version: "1.0.0",
+    capabilities: { streaming: true, pushNotifications: false, extensions: [] },
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: ["text/plain"],
+    defaultOutputModes: ["text/plain"],
+    skills: [{ id: "chat", name: "chat", description, tags: ["bench"], examples: [], inputModes: [], outputModes: [], securityRequirements: [] }],
+    signatures: [],
+  }
+}
+
 /** Serves `executor` and tells the parent its URL; `description` goes on the agent card. */
 export async function serveSdk(executor, description) {
   try {
@@ -18,20 +36,7 @@ export async function serveSdk(executor, description) {
       const s = app.listen(0, "127.0.0.1", (err) => (err ? reject(err) : resolve(s)))
     })
     const port = server.address().port
-    const card = {
-      name: "bench",
-      description,
-      supportedInterfaces: [{ url: `http://127.0.0.1:${port}/`, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "1.0" }],
-      provider: undefined,
-      version: "1.0.0",
-      capabilities: { streaming: true, pushNotifications: false, extensions: [] },
-      securitySchemes: {},
-      securityRequirements: [],
-      defaultInputModes: ["text/plain"],
-      defaultOutputModes: ["text/plain"],
-      skills: [{ id: "chat", name: "chat", description, tags: ["bench"], examples: [], inputModes: [], outputModes: [], securityRequirements: [] }],
-      signatures: [],
-    }
+    const card = sdkCard(description, [{ url: `http://127.0.0.1:${port}/`, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "1.0" }])
     const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor)
     app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler }))
     app.use(jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }))

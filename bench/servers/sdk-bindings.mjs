@@ -10,6 +10,7 @@ import { DefaultRequestHandler, InMemoryTaskStore } from "@a2a-js/sdk/server"
 import { UserBuilder, agentCardHandler, jsonRpcHandler, restHandler } from "@a2a-js/sdk/server/express"
 import { A2AService, grpcService, UserBuilder as GrpcUserBuilder } from "@a2a-js/sdk/server/grpc"
 import { reportStartFailure, serveParent } from "../child.mjs"
+import { sdkCard } from "./sdk-app.mjs"
 import { EchoExecutor } from "./sdk-echo.mjs"
 
 const HOST = "127.0.0.1"
@@ -33,24 +34,11 @@ try {
     grpcServer.bindAsync(`${HOST}:0`, grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port))),
   )
   const grpcAddress = `${HOST}:${grpcPort}`
-  const card = {
-    name: "bench",
-    description,
-    supportedInterfaces: [
-      { url: `${jsonRpc.url}/`, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "1.0" },
-      { url: rest.url, protocolBinding: "HTTP+JSON", tenant: "", protocolVersion: "1.0" },
-      { url: grpcAddress, protocolBinding: "GRPC", tenant: "", protocolVersion: "1.0" },
-    ],
-    provider: undefined,
-    version: "1.0.0",
-    capabilities: { streaming: true, pushNotifications: false, extensions: [] },
-    securitySchemes: {},
-    securityRequirements: [],
-    defaultInputModes: ["text/plain"],
-    defaultOutputModes: ["text/plain"],
-    skills: [{ id: "chat", name: "chat", description, tags: ["bench"], examples: [], inputModes: [], outputModes: [], securityRequirements: [] }],
-    signatures: [],
-  }
+  const card = sdkCard(description, [
+    { url: `${jsonRpc.url}/`, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "1.0" },
+    { url: rest.url, protocolBinding: "HTTP+JSON", tenant: "", protocolVersion: "1.0" },
+    { url: grpcAddress, protocolBinding: "GRPC", tenant: "", protocolVersion: "1.0" },
+  ])
   const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new EchoExecutor())
   jsonRpcApp.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler }))
   jsonRpcApp.use(jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }))
