@@ -1,10 +1,7 @@
 import {
   AgentCard,
   CancelTaskRequest,
-  DeleteTaskPushNotificationConfigRequest,
-  GetTaskPushNotificationConfigRequest,
   GetTaskRequest,
-  ListTaskPushNotificationConfigsRequest,
   ListTasksRequest,
   SendMessageRequest,
   SubscribeToTaskRequest,
@@ -38,6 +35,7 @@ import { parseCli, USAGE } from "../lib/cli.js"
 import { toolnexusA2A, type ToolnexusA2AOptions } from "../plugins/a2a.js"
 import { serve } from "../plugins/serve.js"
 import { deferred, gatedModel, injectRpc, memoryLogger, rpc, selfSignedCertificate, startCli, waitFor } from "./helpers.js"
+import { pushConfigRoundTrip, sendAndGet } from "./sdk-scenarios.js"
 
 /**
  * The gRPC binding (lib/grpc): the spec's A2AService on an address of its own, driven by the official
@@ -221,7 +219,6 @@ async function sdkFor(app: FastifyInstance, address: string, credentials?: grpc.
 }
 
 const say = (text: string, extra: Record<string, unknown> = {}) => SendMessageRequest.fromJSON({ message: { messageId: `m-${Math.random()}`, role: "ROLE_USER", parts: [{ text }] }, ...extra })
-const textOf = (part: { content?: { $case: string; value: unknown } } | undefined) => (part?.content?.$case === "text" ? part.content.value : undefined)
 const stateOf = (payload: any) => TaskState[payload.value.status.state]
 const HOOK = "http://127.0.0.1:9/hook"
 
@@ -238,18 +235,7 @@ async function readStream(stream: AsyncIterable<unknown>, each: (seen: string[])
 
 t.test("official SDK over gRPC: blocking send, returnImmediately, get with historyLength, list with paging and filters", async (t) => {
   const { sdk } = await grpcAgent(t)
-  const done = (await sdk.sendMessage(say("hello"))) as any
-  t.equal(done.status.state, TaskState.TASK_STATE_COMPLETED, "1.0 blocks until the task is done")
-  t.equal(textOf(done.artifacts[0].parts[0]), "echo: hello")
-  t.match(done.status.timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
-
-  const quick = (await sdk.sendMessage(say("again", { configuration: { returnImmediately: true } }))) as any
-  t.equal(quick.status.state, TaskState.TASK_STATE_SUBMITTED, "returnImmediately answers with the submitted task")
-  let polled: any
-  await waitFor(async () => (polled = await sdk.getTask(GetTaskRequest.fromJSON({ id: quick.id }))).status.state === TaskState.TASK_STATE_COMPLETED)
-  t.equal(polled.history.length, 2)
-  const trimmed = (await sdk.getTask(GetTaskRequest.fromJSON({ id: quick.id, historyLength: 1 }))) as any
-  t.same(trimmed.history.map((m: any) => m.role), [2], "the last message only: the agent's")
+  await sendAndGet(t, sdk)
 
   const contextId = "ctx-grpc"
   const ids: string[] = []
@@ -295,22 +281,9 @@ t.test("official SDK over gRPC: cancel stops a running task; a second cancel is 
 
 t.test("official SDK over gRPC: create, get, list and delete push configs", async (t) => {
   const { sdk } = await grpcAgent(t)
-  const task = (await sdk.sendMessage(say("hi"))) as any
-  const created = await sdk.createTaskPushNotificationConfig(
-    TaskPushNotificationConfig.fromJSON({ taskId: task.id, id: "hook-1", url: HOOK, token: "tok", authentication: { scheme: "Bearer", credentials: "secret" } }),
-  )
-  t.match(created, { taskId: task.id, id: "hook-1", url: HOOK, token: "tok", authentication: { scheme: "Bearer", credentials: "secret" } })
-  const unnamed = await sdk.createTaskPushNotificationConfig(TaskPushNotificationConfig.fromJSON({ taskId: task.id, url: HOOK }))
-  t.match(unnamed.id, /^[0-9a-f-]{36}$/, "the server gives an id")
-  t.same(await sdk.getTaskPushNotificationConfig(GetTaskPushNotificationConfigRequest.fromJSON({ taskId: task.id, id: "hook-1" })), created)
-  const page = await sdk.listTaskPushNotificationConfig(ListTaskPushNotificationConfigsRequest.fromJSON({ taskId: task.id, pageSize: 1 }))
-  t.equal(page.configs.length, 1)
-  const rest = await sdk.listTaskPushNotificationConfig(ListTaskPushNotificationConfigsRequest.fromJSON({ taskId: task.id, pageSize: 1, pageToken: page.nextPageToken }))
-  t.same([...page.configs, ...rest.configs].map((c) => c.id).sort(), ["hook-1", unnamed.id].sort())
-  await sdk.deleteTaskPushNotificationConfig(DeleteTaskPushNotificationConfigRequest.fromJSON({ taskId: task.id, id: "hook-1" }))
-  await t.rejects(sdk.getTaskPushNotificationConfig(GetTaskPushNotificationConfigRequest.fromJSON({ taskId: task.id, id: "hook-1" })), TaskNotFoundError)
+  const { taskId } = await pushConfigRoundTrip(t, sdk, HOOK)
   await t.rejects(
-    sdk.createTaskPushNotificationConfig(TaskPushNotificationConfig.fromJSON({ taskId: task.id, url: "http://10.0.0.1/hook" })),
+    sdk.createTaskPushNotificationConfig(TaskPushNotificationConfig.fromJSON({ taskId, url: "http://10.0.0.1/hook" })),
     { name: "RequestMalformedError", status: grpc.status.INVALID_ARGUMENT },
     "the SSRF guard holds on gRPC too",
   )

@@ -6,6 +6,7 @@ import { createLocalClient } from "../lib/client/client.js"
 import { serve, type ServedAgent } from "../plugins/serve.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import { gatedModel, postRpc, RecordingStore, sseMessages, waitFor } from "./helpers.js"
+import { sendAndGet } from "./sdk-scenarios.js"
 
 /**
  * A real listening server driven by the official @a2a-js/sdk 1.x client
@@ -28,19 +29,7 @@ const textOf = (part: { content?: { $case: string; value: unknown } } | undefine
 
 t.test("official SDK: blocking send, returnImmediately, get with historyLength", async (t) => {
   const { sdk } = await start(t)
-  const done = (await sdk.sendMessage(say("hello"))) as any
-  t.equal(done.status.state, TaskState.TASK_STATE_COMPLETED, "1.0 blocks until the task is done")
-  t.equal(textOf(done.artifacts[0].parts[0]), "echo: hello")
-  t.match(done.status.timestamp, /Z$/)
-
-  const quick = (await sdk.sendMessage(say("again", { configuration: { returnImmediately: true } }))) as any
-  t.equal(quick.status.state, TaskState.TASK_STATE_SUBMITTED, "returnImmediately answers with the submitted task")
-  let polled: any
-  await waitFor(async () => (polled = await sdk.getTask(GetTaskRequest.fromJSON({ id: quick.id }))).status.state === TaskState.TASK_STATE_COMPLETED)
-  t.equal(polled.history.length, 2)
-  const trimmed = (await sdk.getTask(GetTaskRequest.fromJSON({ id: quick.id, historyLength: 1 }))) as any
-  t.equal(trimmed.history.length, 1)
-  t.equal(trimmed.history[0].role, 2, "ROLE_AGENT")
+  await sendAndGet(t, sdk)
 })
 
 t.test("official SDK: list with paging and filters", async (t) => {

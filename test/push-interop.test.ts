@@ -7,6 +7,7 @@ import { createLocalClient } from "../lib/client/client.js"
 import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import { serve } from "../plugins/serve.js"
+import { pushConfigRoundTrip } from "./sdk-scenarios.js"
 
 /** The official @a2a-js/sdk client's push-config methods against a live server: as a 1.0 client, and as a 0.3 peer. */
 
@@ -25,22 +26,11 @@ const say = (text: string, configuration: Record<string, unknown> = {}) =>
 
 t.test("official SDK 1.0 client: create, get, list, delete push configs; an inline config is stored", async (t) => {
   const { sdk, store } = await start(t)
-  const task = (await sdk.sendMessage(say("hi"))) as any
-  const created = await sdk.createTaskPushNotificationConfig(
-    TaskPushNotificationConfig.fromJSON({ taskId: task.id, id: "hook-1", url: HOOK, token: "tok", authentication: { scheme: "Bearer", credentials: "secret" } }),
-  )
-  t.match(created, { taskId: task.id, id: "hook-1", url: HOOK, token: "tok", authentication: { scheme: "Bearer", credentials: "secret" } })
-  const unnamed = await sdk.createTaskPushNotificationConfig(TaskPushNotificationConfig.fromJSON({ taskId: task.id, url: HOOK }))
-  t.match(unnamed.id, /^[0-9a-f-]{36}$/, "the server gives an id")
-  t.same(await sdk.getTaskPushNotificationConfig(GetTaskPushNotificationConfigRequest.fromJSON({ taskId: task.id, id: "hook-1" })), created)
-  const page = await sdk.listTaskPushNotificationConfig(ListTaskPushNotificationConfigsRequest.fromJSON({ taskId: task.id, pageSize: 1 }))
-  t.equal(page.configs.length, 1)
-  const rest = await sdk.listTaskPushNotificationConfig(ListTaskPushNotificationConfigsRequest.fromJSON({ taskId: task.id, pageSize: 1, pageToken: page.nextPageToken }))
-  t.same([...page.configs, ...rest.configs].map((c) => c.id).sort(), ["hook-1", unnamed.id].sort())
-  t.equal(rest.nextPageToken, "")
-  await sdk.deleteTaskPushNotificationConfig(DeleteTaskPushNotificationConfigRequest.fromJSON({ taskId: task.id, id: "hook-1" }))
-  await sdk.deleteTaskPushNotificationConfig(DeleteTaskPushNotificationConfigRequest.fromJSON({ taskId: task.id, id: "hook-1" }))
-  await t.rejects(sdk.getTaskPushNotificationConfig(GetTaskPushNotificationConfigRequest.fromJSON({ taskId: task.id, id: "hook-1" })), TaskNotFoundError)
+  const { taskId, lastPage } = await pushConfigRoundTrip(t, sdk, HOOK)
+  t.equal(lastPage.nextPageToken, "")
+  // Deleting a config already gone is not an error, and leaves it gone.
+  await sdk.deleteTaskPushNotificationConfig(DeleteTaskPushNotificationConfigRequest.fromJSON({ taskId, id: "hook-1" }))
+  await t.rejects(sdk.getTaskPushNotificationConfig(GetTaskPushNotificationConfigRequest.fromJSON({ taskId, id: "hook-1" })), TaskNotFoundError)
   await t.rejects(sdk.createTaskPushNotificationConfig(TaskPushNotificationConfig.fromJSON({ taskId: "no-such-task", url: HOOK })), TaskNotFoundError)
 
   const inline = (await sdk.sendMessage(say("hi", { taskPushNotificationConfig: { url: HOOK, token: "inline" } }))) as any
