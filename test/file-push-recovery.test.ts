@@ -1,6 +1,6 @@
 import fsp from "node:fs/promises"
 import path from "node:path"
-import t from "tap"
+import t, { type Test } from "tap"
 import { FileTaskStore, type FileSystem } from "../lib/stores/file.js"
 import type { PushConfigRecord } from "../lib/stores/push-store.js"
 import type { TaskState } from "../lib/types.js"
@@ -67,6 +67,16 @@ function unsyncedFs(dir: string, calls: string[], hook?: (op: string, file: stri
       await fsp.writeFile(file, data, { encoding, flag: "wx" })
     },
   }
+}
+
+/** A store on a new directory whose file-system calls are recorded in `calls`, and Task t-1 saved with config "a". */
+async function storeWithConfig(t: Test): Promise<{ dir: string; calls: string[]; store: FileTaskStore }> {
+  const dir = tmpDir(t)
+  const calls: string[] = []
+  const store = new FileTaskStore(dir, { fs: unsyncedFs(dir, calls) })
+  await store.save(sampleTask("t-1"))
+  await store.push.putConfig(config("t-1"))
+  return { dir, calls, store }
 }
 
 /** The keys a Task's notification files hold now. */
@@ -237,11 +247,7 @@ t.test("a recovery where no boot was recorded (a .push an older version made): w
 })
 
 t.test("a notification another store holds is found under its held name and made durable", async (t) => {
-  const dir = tmpDir(t)
-  const calls: string[] = []
-  const store = new FileTaskStore(dir, { fs: unsyncedFs(dir, calls) })
-  await store.save(sampleTask("t-1"))
-  await store.push.putConfig(config("t-1"))
+  const { dir, calls, store } = await storeWithConfig(t)
   await saveState(store, "t-1", "working")
   const other = new FileTaskStore(dir)
   t.teardown(() => other.close())
@@ -253,11 +259,7 @@ t.test("a notification another store holds is found under its held name and made
 })
 
 t.test("a save writes its notifications unsynced, and syncs neither them nor their directory; close makes those still there durable", async (t) => {
-  const dir = tmpDir(t)
-  const calls: string[] = []
-  const store = new FileTaskStore(dir, { fs: unsyncedFs(dir, calls) })
-  await store.save(sampleTask("t-1"))
-  await store.push.putConfig(config("t-1"))
+  const { calls, store } = await storeWithConfig(t)
   calls.length = 0
   await saveState(store, "t-1", "working")
   const push = calls.filter((call) => call.includes(".push"))
@@ -279,12 +281,8 @@ t.test("a save writes its notifications unsynced, and syncs neither them nor the
 })
 
 t.test("a save carries at most 16 earlier notifications in its record: past that, their files are synced instead", async (t) => {
-  const dir = tmpDir(t)
-  const calls: string[] = []
-  const store = new FileTaskStore(dir, { fs: unsyncedFs(dir, calls) })
+  const { dir, calls, store } = await storeWithConfig(t)
   t.teardown(() => store.close())
-  await store.save(sampleTask("t-1"))
-  await store.push.putConfig(config("t-1"))
   const sizes: number[] = []
   for (let i = 0; i < 20; i++) {
     await saveState(store, "t-1", i % 2 === 0 ? "working" : "input-required")
@@ -359,11 +357,7 @@ t.test("a failure to make the notifications durable is reported, and tried again
 })
 
 t.test("a store never closed marks what it sent within seconds: a reboot then sends none of it again, and a notification sent in time cost no fsync", async (t) => {
-  const dir = tmpDir(t)
-  const calls: string[] = []
-  const store = new FileTaskStore(dir, { fs: unsyncedFs(dir, calls) })
-  await store.save(sampleTask("t-1"))
-  await store.push.putConfig(config("t-1"))
+  const { dir, calls, store } = await storeWithConfig(t)
   calls.length = 0
   await saveState(store, "t-1", "working")
   const [record] = (await recorded(dir, "t-1")) as Array<{ at: number }>
