@@ -5,6 +5,7 @@ import { pino, type DestinationStream, type Logger as PinoLogger, type LoggerOpt
 import type { LogFormat } from "../lib/cli.js"
 import type { Client } from "../lib/client/client.js"
 import { splitAddress } from "../lib/grpc/address.js"
+import { splitHostPort } from "../lib/host-port.js"
 import { provideToolkitServer } from "../lib/tools/toolkit.js"
 import type { Toolkit } from "../lib/tools/types.js"
 import { toolnexusA2A, type ToolnexusA2AOptions } from "./a2a.js"
@@ -186,12 +187,11 @@ function withoutRequestLogging(): Pick<FastifyServerOptions, "logController" | "
 /** Splits "host:port" / "[v6]:port" / ":port"; the host defaults to 127.0.0.1. */
 export function parseAddress(addr: string): { host: string; port: number } {
   if (typeof addr !== "string") throw new TypeError(`serve: addr should be a "host:port" string, e.g. "127.0.0.1:8080"`)
-  const match = /^(?:\[([0-9a-fA-F:.%a-zA-Z]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(addr.trim())
-  const port = match ? Number(match[3]) : NaN
-  if (!match || port > 65535) {
+  const split = splitHostPort(addr)
+  if (split === undefined) {
     throw new TypeError(`serve: addr ${JSON.stringify(addr)} should be "host:port" with a port 0-65535, e.g. "127.0.0.1:8080" or "[::1]:0"`)
   }
-  return { host: match[1] ?? (match[2] || "127.0.0.1"), port }
+  return { host: split.host, port: split.port }
 }
 
 function loggerSetting(logger: ServeOptions["logger"]): { logger?: boolean | LoggerOptions; loggerInstance?: FastifyBaseLogger } {
