@@ -1,7 +1,7 @@
 import { EventEmitter } from "node:events"
 import t from "tap"
 import { createLocalClient } from "../lib/client/client.js"
-import { OpenStreams } from "../plugins/open-streams.js"
+import { OpenStreams } from "../lib/a2a/open-streams.js"
 import { serve } from "../plugins/serve.js"
 import { readSse, rpc, userMessage, waitFor } from "./helpers.js"
 

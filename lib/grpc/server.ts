@@ -4,6 +4,7 @@ import type protobuf from "protobufjs"
 import type { Authenticator } from "../a2a/auth.js"
 import { A2AError, BINDING_ERRORS, ErrorCode } from "../a2a/errors.js"
 import type { A2AOperations, OperationName, OperationResult } from "../a2a/operations.js"
+import { OpenStreams } from "../a2a/open-streams.js"
 import type { StreamItem } from "../a2a/task-streams.js"
 import { negotiateVersion } from "../a2a/wire.js"
 import { errorFields, type Logger } from "../log.js"
@@ -74,12 +75,13 @@ const SHUTTING_DOWN: Failure = { code: grpc.status.UNAVAILABLE, details: "The se
 
 export class A2AGrpcServer {
   private readonly server: grpc.Server
-  /** One controller per open stream; aborting it ends the stream. */
-  private readonly streams = new Set<AbortController>()
+  /** The open streams: the host's closing, or this server's, ends them. */
+  private readonly streams: OpenStreams
   private closing: Promise<void> | undefined
   private calls = 0
 
   constructor(private readonly opts: GrpcServerOptions) {
+    this.streams = new OpenStreams(opts.closing)
     this.server = new grpc.Server({
       "grpc.max_receive_message_length": opts.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
       "grpc.keepalive_time_ms": opts.keepaliveMs ?? DEFAULT_KEEPALIVE_MS,
@@ -106,7 +108,6 @@ export class A2AGrpcServer {
         : (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => this.guard(name, this.unary(name, types, call, callback), callback)
     }
     this.server.addService(definition, handlers)
-    opts.closing?.addEventListener("abort", () => this.endStreams(), { once: true })
   }
 
   /**
@@ -135,7 +136,7 @@ export class A2AGrpcServer {
         clearTimeout(cut)
         resolve()
       })
-      this.endStreams()
+      this.streams.endAll()
     }))
   }
 
@@ -165,8 +166,9 @@ export class A2AGrpcServer {
   private async stream(name: OperationName, types: MessageTypes, call: grpc.ServerWritableStream<Buffer, Buffer>): Promise<void> {
     const started = performance.now()
     const log = this.callLog()
-    const ended = this.openStream(call)
-    // A stream opened while the host closes is ended before it starts a task.
+    // Ended by the peer's cancel, or the host's closing or this server's; a stream opened while the host closes is ended at once.
+    const ended = this.streams.add((end) => call.once("cancelled", end))
+    // Such a stream is refused before it starts a task.
     const called = ended.signal.aborted ? { failure: SHUTTING_DOWN } : await this.run(name, types, call, log, ended.signal)
     let failure: Failure | undefined
     if ("failure" in called) failure = called.failure
@@ -174,8 +176,7 @@ export class A2AGrpcServer {
       const { stream, cutOff } = called.answer as { stream: AsyncIterable<StreamItem>; cutOff?: AbortSignal }
       failure = await this.write(call, stream, types.response, ended.signal, cutOff, name, log)
     }
-    this.streams.delete(ended)
-    ended.abort()
+    ended.end()
     if (failure === undefined) call.end()
     else call.emit("error", this.statusOf(failure))
     this.logLine(log, name, { ...called, failure }, started, true)
@@ -261,23 +262,6 @@ export class A2AGrpcServer {
       this.opts.log.error({ binding: "grpc", method, ...errorFields(err) }, "grpc call failed")
       end(this.statusOf(new A2AError(ErrorCode.InternalError, `Internal error in ${method}: its log has the details`)))
     })
-  }
-
-  /** A signal for one stream: aborts when its peer cancels, or the server closes. */
-  private openStream(call: grpc.ServerWritableStream<Buffer, Buffer>): AbortController {
-    const ended = new AbortController()
-    // The host is closing (its streams ended) but this server is not closed yet: a new stream ends at once.
-    if (this.opts.closing?.aborted) ended.abort()
-    else {
-      this.streams.add(ended)
-      call.once("cancelled", () => ended.abort())
-    }
-    return ended
-  }
-
-  private endStreams(): void {
-    for (const ended of this.streams) ended.abort()
-    this.streams.clear()
   }
 
   /** A failure the peer is told in general terms; the log gets the whole of it. */
