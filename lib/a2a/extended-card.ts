@@ -48,15 +48,18 @@ export class ExtendedCards {
    */
   async cardFor(principal: string | undefined, publicCard: AgentCard): Promise<AgentCard> {
     const source = this.opts.extendedCard
-    if (source === undefined) {
-      throw new A2AError(ErrorCode.UnsupportedOperation, "This agent has no extended agent card; read /.well-known/agent-card.json")
-    }
+    if (source === undefined) throw noExtendedCard()
     if (principal === undefined) throw unauthenticated()
     const fields = await source(principal)
     const { signatures: _signatures, ...card } = publicCard
     const extended: AgentCard = fields === undefined || fields === null ? card : { ...card, ...checkedFields(fields) }
     return this.opts.signer ? this.opts.signer.sign(extended) : extended
   }
+}
+
+/** GetExtendedAgentCard's answer where the host configured no extended card. */
+export function noExtendedCard(): A2AError {
+  return new A2AError(ErrorCode.UnsupportedOperation, "This agent has no extended agent card; read /.well-known/agent-card.json")
 }
 
 function checkedFields(fields: unknown): ExtendedCardFields {

@@ -5,6 +5,7 @@ import type { A2AMessage, A2ATask, AgentCard } from "../types.js"
 import { A2AError, ErrorCode, truncate } from "./errors.js"
 import type { EventRecorder } from "./event-recorder.js"
 import { eventQueue, type TaskEvents } from "./events.js"
+import { noExtendedCard } from "./extended-card.js"
 import type { StoreFollower } from "./follower.js"
 import {
   inlinePushConfig,
@@ -391,9 +392,7 @@ export class A2AOperations {
   /** The extended card for the caller; -32004 when the host configured none. */
   private async extendedCard(call: OperationCall): Promise<OperationResult> {
     const cardOf = this.opts.extendedCard
-    if (cardOf === undefined) {
-      throw new A2AError(ErrorCode.UnsupportedOperation, "This agent has no extended agent card; read /.well-known/agent-card.json")
-    }
+    if (cardOf === undefined) throw noExtendedCard()
     return { result: await cardOf(call.principal, call.codec.version, call.cardUrl?.()) }
   }
 
