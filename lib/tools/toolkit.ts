@@ -1,7 +1,7 @@
 import { Ajv, type ValidateFunction } from "ajv"
 import type { JsonObject } from "../types.js"
 import { builtinTools } from "./builtins.js"
-import type { Tool, Toolkit, ToolkitOptions, ToolkitServedAgent, ToolkitServeOptions } from "./types.js"
+import type { Tool, Toolkit, ToolkitOptions, ToolkitServedAgent, ToolkitServeOptions, ToolSource } from "./types.js"
 
 export type * from "./types.js"
 
@@ -17,21 +17,56 @@ export function provideToolkitServer(serve: ToolkitServer): void {
 
 export async function createToolkit(opts: ToolkitOptions = {}): Promise<Toolkit> {
   const chosen = chooseBuiltins(opts.builtins ?? true)
-  const all = [...chosen, ...(opts.extraTools ?? [])]
-  const byName = new Map<string, { tool: Tool; validate: ValidateFunction }>()
+  const own = [...chosen, ...(opts.extraTools ?? [])]
+  const sources = [...(opts.sources ?? [])]
   const ajv = new Ajv({ allErrors: true, strict: false })
-  for (const tool of all) {
+  /** Each tool's compiled schema, kept while the same tool object is listed. */
+  const compiled = new WeakMap<Tool, ValidateFunction>()
+  const compile = (tool: Tool): ValidateFunction => {
+    let validate = compiled.get(tool)
+    if (validate) return validate
     checkTool(tool)
-    if (byName.has(tool.name)) throw new Error(`Tool name ${JSON.stringify(tool.name)} is used twice; tool names must be unique`)
-    let validate: ValidateFunction
     try {
       validate = ajv.compile(tool.inputSchema)
     } catch (err) {
       throw new Error(`Tool ${JSON.stringify(tool.name)} has an invalid inputSchema: ${(err as Error).message}`, { cause: err })
     }
-    byName.set(tool.name, { tool, validate })
+    compiled.set(tool, validate)
+    return validate
   }
-  const tools = Object.freeze(all.slice())
+
+  let byName = new Map<string, { tool: Tool; validate: ValidateFunction }>()
+  let tools: readonly Tool[] = []
+  /**
+   * Lists every tool again. On the first listing a bad or repeated tool is thrown; after a
+   * source's change it is left out instead (the running agent keeps the others), and a call to
+   * it answers that it is unknown.
+   */
+  const list = (first: boolean): void => {
+    const next = new Map<string, { tool: Tool; validate: ValidateFunction }>()
+    const add = (tool: Tool, from?: ToolSource) => {
+      try {
+        if (next.has(tool?.name)) {
+          throw new Error(`Tool name ${JSON.stringify(tool.name)}${from ? ` from ${from.name}` : ""} is used twice; tool names must be unique`)
+        }
+        next.set(tool.name, { tool, validate: compile(tool) })
+      } catch (err) {
+        if (first || !from) throw err
+      }
+    }
+    for (const tool of own) add(tool)
+    for (const source of sources) for (const tool of source.tools()) add(tool, source)
+    byName = next
+    tools = Object.freeze([...next.values()].map((entry) => entry.tool))
+  }
+  try {
+    list(true)
+  } catch (err) {
+    // The toolkit was to own the sources: none is left running when it cannot be made.
+    await Promise.allSettled(sources.map((source) => source.close()))
+    throw err
+  }
+  for (const source of sources) source.onChange?.(() => list(false))
   const served = new Set<ToolkitServedAgent>()
 
   const toolkit: Toolkit = {
@@ -64,6 +99,7 @@ export async function createToolkit(opts: ToolkitOptions = {}): Promise<Toolkit>
     async close() {
       await Promise.all([...served].map((agent) => agent.stop()))
       served.clear()
+      await Promise.all(sources.splice(0).map((source) => source.close()))
     },
   }
   return toolkit

@@ -47,6 +47,27 @@ export interface ToolkitOptions {
   builtins?: boolean | string[]
   /** Your own tools, added after the builtins; a name may not repeat. */
   extraTools?: Tool[]
+  /**
+   * Tools from outside the program, opened by the caller (an MCP server, another A2A agent):
+   * their tools join after `extraTools`, follow the source's changes, and the toolkit's
+   * `close()` closes the sources.
+   */
+  sources?: ToolSource[]
+}
+
+/**
+ * A set of tools that lives outside the program and may change while it runs (an MCP
+ * server's tools, another A2A agent). The toolkit lists it again whenever it says so.
+ */
+export interface ToolSource {
+  /** Names the source in errors and logs (the MCP server's name, the agent's URL). */
+  readonly name: string
+  /** The source's tools now: names already valid and unique within the source. */
+  tools(): readonly Tool[]
+  /** Calls `listener` after the source's tools changed; the toolkit then lists them again. */
+  onChange?(listener: () => void): void
+  /** Ends the source's processes and connections; called once, by the toolkit's close(). */
+  close(): Promise<void>
 }
 
 export interface Toolkit {
