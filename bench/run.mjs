@@ -13,6 +13,7 @@ import os from "node:os"
 import path from "node:path"
 import { fileURLToPath } from "node:url"
 import { bindingRounds } from "./bindings.mjs"
+import { sharedRounds } from "./shared.mjs"
 import { ask, killAll, startChild, stopChild, withChildCpu } from "./child.mjs"
 import { completedTask } from "./fixtures.mjs"
 import { call, getTaskBody, load, sendAndComplete, sendMessageBody } from "./load.mjs"
@@ -74,6 +75,7 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
 const PHASES = {
   http: httpRounds,
   bindings: () => bindingRounds({ settings, here, log }),
+  shared: () => sharedRounds({ settings, here, log }),
   fileStore: fileStoreOps,
   memory: memoryPerTasks,
   fileList: fileStoreList,

@@ -1,6 +1,6 @@
 // The official @a2a-js/sdk 1.3 served as the bench's SDK servers serve it: Express, its DefaultRequestHandler and
-// InMemoryTaskStore, on 127.0.0.1 (port 0), around an executor of the caller's; and the part and status shapes
-// its executors publish.
+// InMemoryTaskStore (or a task store of the caller's), on 127.0.0.1 (port 0), around an executor of the caller's; and
+// the part and status shapes its executors publish.
 import express from "express"
 import { AGENT_CARD_PATH } from "@a2a-js/sdk"
 import { DefaultRequestHandler, InMemoryTaskStore } from "@a2a-js/sdk/server"
@@ -28,8 +28,11 @@ export function sdkCard(description, supportedInterfaces) {
   }
 }
 
-/** Serves `executor` and tells the parent its URL; `description` goes on the agent card. */
-export async function serveSdk(executor, description) {
+/**
+ * Serves `executor` and tells the parent its URL; `description` goes on the agent card. `taskStore` (default: the
+ * SDK's InMemoryTaskStore) is served instead of a new memory store; `close` runs after the server closes (the store's connections).
+ */
+export async function serveSdk(executor, description, { taskStore, close = async () => {} } = {}) {
   try {
     const app = express()
     const server = await new Promise((resolve, reject) => {
@@ -37,10 +40,13 @@ export async function serveSdk(executor, description) {
     })
     const port = server.address().port
     const card = sdkCard(description, [{ url: `http://127.0.0.1:${port}/`, protocolBinding: "JSONRPC", tenant: "", protocolVersion: "1.0" }])
-    const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor)
+    const handler = new DefaultRequestHandler(card, taskStore ?? new InMemoryTaskStore(), executor)
     app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler }))
     app.use(jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }))
-    serveParent({}, () => new Promise((resolve) => server.close(() => resolve())))
+    serveParent({}, async () => {
+      await new Promise((resolve) => server.close(() => resolve()))
+      await close()
+    })
     process.send({ ready: true, url: `http://127.0.0.1:${port}`, port })
   } catch (err) {
     reportStartFailure(err)
