@@ -13,6 +13,7 @@ import { agentCardHandler, CARD_PATH, endpointUrl } from "./card-route.js"
 import { decorateGrpc } from "./grpc.js"
 import { answerHttpError } from "./http-errors.js"
 import { JSON_TYPES, jsonRpcHandler } from "./jsonrpc-route.js"
+import { inspectorRoutes, readInspectorFiles } from "./inspector-route.js"
 import { JWKS_PATH, jwksHandler } from "./jwks-route.js"
 import { createAgent } from "./lifecycle.js"
 import { checkOptions, DEFAULT_BODY_LIMIT, DEFAULT_STREAM_HEARTBEAT_MS, FASTIFY_PLUGIN_TIMEOUT_MS, type ToolnexusA2AOptions } from "./options.js"
@@ -46,6 +47,7 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
   // Authentication settings are checked before the store is opened, so a refused registration leaves nothing open.
   const auth = opts.auth && createAuthentication(opts.auth)
   const cardSigner = opts.cardSigning && (await CardSigner.create(opts.cardSigning))
+  const inspectorFiles = opts.inspector ? readInspectorFiles() : undefined
   const prefix = ownPrefix ? (opts.prefix ?? "") : ""
   // What the card declares, known once the agent is built; read at request time, so gRPC's addresses are those bound by then.
   let features: CardFeatures = {}
@@ -110,6 +112,7 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
           deadLettersHandler({ push: agent.push.store, principalOf: auth?.principalOf, unownedTasksBelongTo: opts.auth?.unownedTasksBelongTo }),
         )
       }
+      if (inspectorFiles) await routes.register(inspectorRoutes, { files: inspectorFiles })
       routes.get(CARD_PATH, agentCardHandler({ card: opts, url: opts.url, prefix: routes.prefix, features, signer: cardSigner }))
     },
     { prefix },

@@ -60,7 +60,7 @@ function dialable(addresses: readonly string[], request: FastifyRequest): string
 }
 
 /** If-None-Match compares weakly (RFC 9110 §13.1.2): `*`, or any listed tag equal to ours with or without W/. */
-function matchesEtag(header: string | undefined, etag: string): boolean {
+export function matchesEtag(header: string | undefined, etag: string): boolean {
   if (header === undefined) return false
   return header.split(",").some((tag) => {
     const trimmed = tag.trim()

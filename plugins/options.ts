@@ -99,6 +99,12 @@ export interface ToolnexusA2AOptions extends CardOptions {
    * the public card; may be async. Needs `auth`. Set, the card says `capabilities.extendedAgentCard: true`.
    */
   extendedCard?: ExtendedCardSource
+  /**
+   * Serves the task inspector, a page for people, at `<prefix>/inspector/`: the Tasks, one Task's conversation,
+   * artifacts and status as it runs, and a box to send a message. The page itself is public (it holds no data);
+   * it calls the REST routes with the token its user types, so it shows what that principal may see. Default false.
+   */
+  inspector?: boolean
 }
 
 /** The defaults the plugin itself applies; the runner and recovery apply their own to the options they take. */
@@ -176,6 +182,9 @@ export function checkOptions(opts: ToolnexusA2AOptions): void {
   }
   if (opts.shutdownGraceMs !== undefined && !(Number.isFinite(opts.shutdownGraceMs) && opts.shutdownGraceMs >= 0)) {
     throw new TypeError("toolnexus: opts.shutdownGraceMs should be a number of milliseconds >= 0")
+  }
+  if (opts.inspector !== undefined && typeof opts.inspector !== "boolean") {
+    throw new TypeError("toolnexus: opts.inspector should be true (serve the task inspector page at <prefix>/inspector/) or false")
   }
   checkPushOptions(opts.push)
   checkCardOptions(opts)
