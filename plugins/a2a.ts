@@ -16,11 +16,13 @@ import { JSON_TYPES, jsonRpcHandler } from "./jsonrpc-route.js"
 import { inspectorRoutes, readInspectorFiles } from "./inspector-route.js"
 import { JWKS_PATH, jwksHandler } from "./jwks-route.js"
 import { createAgent } from "./lifecycle.js"
+import { decorateMetrics, METRICS_PATH, metricsHandler } from "./metrics-route.js"
 import { checkOptions, DEFAULT_BODY_LIMIT, DEFAULT_STREAM_HEARTBEAT_MS, FASTIFY_PLUGIN_TIMEOUT_MS, type ToolnexusA2AOptions } from "./options.js"
 import { registerRateLimit } from "./rate-limit.js"
 import { restRoutes } from "./rest-routes.js"
 
 export type { ToolnexusGrpc } from "./grpc.js"
+export type { ToolnexusMetrics } from "./metrics-route.js"
 export type { ToolnexusA2AOptions } from "./options.js"
 
 declare module "fastify" {
@@ -62,6 +64,8 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
   fastify.addHook("preClose", agent.preClose)
   fastify.addHook("onClose", agent.onClose)
   decorateGrpc(fastify, opts, agent)
+  const metricsListen = typeof opts.metrics === "object" ? opts.metrics.listen : undefined
+  if (agent.metrics) decorateMetrics(fastify, agent.metrics, metricsListen)
   features = {
     usesTokens: auth?.usesTokens ?? false,
     pushNotifications: agent.push !== undefined,
@@ -103,6 +107,7 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
         heartbeatMs: opts.streamHeartbeatMs ?? DEFAULT_STREAM_HEARTBEAT_MS,
         cardUrl,
       })
+      if (agent.metrics && metricsListen === undefined) routes.get(METRICS_PATH, { ...(auth && { onRequest: auth.onRequest }) }, metricsHandler(agent.metrics))
       const jwks = withKey(agent.jwks, cardSigner?.publicJwk)
       if (jwks) routes.get(JWKS_PATH, jwksHandler(jwks))
       if (agent.push) {

@@ -35,6 +35,7 @@ export function jsonRpcHandler({ dispatcher, closing, principalOf, heartbeatMs, 
       address: request.ip,
       lastEventId: request.headers["last-event-id"],
       cardUrl: () => cardUrl(request),
+      traceHeaders: (name) => request.headers[name],
     })
     const logLine = () => logA2ARequest(request, started, outcome)
     if (outcome.stream) {

@@ -9,6 +9,9 @@ import { TaskRunner } from "../lib/a2a/runner.js"
 import { StreamSlots } from "../lib/a2a/stream-slots.js"
 import { transitionSaver } from "../lib/a2a/transitions.js"
 import type { Logger } from "../lib/log.js"
+import type { A2AMetrics } from "../lib/observe/metrics.js"
+import { observedStore } from "../lib/observe/observed-store.js"
+import { Telemetry, tracingRegistered } from "../lib/observe/telemetry.js"
 import { pushAllowList, senderSettings } from "../lib/push/options.js"
 import { PushSender } from "../lib/push/sender.js"
 import { createPushSigner, type Jwks } from "../lib/push/signer.js"
@@ -32,6 +35,8 @@ interface Agent {
   closing: AbortSignal
   /** The push signing key's public half, when push is on with a signing key: served as the JWKS. */
   jwks?: Jwks
+  /** The Prometheus metrics, when opts.metrics is on. */
+  metrics?: A2AMetrics
   /** Starts following other servers' changes, then recovers the Tasks a dead server left, then starts push delivery. */
   onReady: () => Promise<void>
   /** Lets running tasks finish (up to the grace period), then ends open streams. */
@@ -53,7 +58,13 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
       `shutdownGraceMs cut to ${graceMs} ms: Fastify ends the close hook after pluginTimeout, which must be at least the grace + ${CLOSE_MARGIN_MS} ms`,
     )
   }
-  const { store, ownsStore } = await openStore(opts.store, log, opts.retention)
+  const opened = await openStore(opts.store, log, opts.retention)
+  const { ownsStore } = opened
+  // prom-client loads only for an agent with metrics on.
+  const metrics = opts.metrics ? new (await import("../lib/observe/metrics.js")).A2AMetrics() : undefined
+  const telemetry = new Telemetry(metrics, opts.name)
+  // The store's operations are observed only when something listens: metrics on, or an OpenTelemetry SDK registered (before the server starts).
+  const store = metrics !== undefined || tracingRegistered() ? observedStore(opened.store, telemetry) : opened.store
   const events = new TaskEvents()
   // Push is on when the store has the capability and the host did not turn it off; every state change then enqueues its notifications.
   const pushOptions = opts.push === false ? undefined : opts.push
@@ -75,11 +86,18 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
     saveTransition,
     recorder,
     progressSaveMs: opts.progressSaveMs,
+    telemetry,
   })
-  if (push) sender = new PushSender({ ...senderSettings(pushOptions), store: push.store, log, instance: runner.self.instance, signer })
+  if (push) sender = new PushSender({ ...senderSettings(pushOptions), store: push.store, log, instance: runner.self.instance, signer, telemetry })
   const follower = new StoreFollower({ store, runner, log, recorder })
   const streams = new StreamSlots({ maxStreams: opts.maxStreams, maxStreamsPerPrincipal: opts.maxStreamsPerPrincipal })
-  const operations = new A2AOperations({ store, runner, events, follower, streams, unownedTasksBelongTo: opts.auth?.unownedTasksBelongTo, push, recorder, extendedCard })
+  const operations = new A2AOperations({ store, runner, events, follower, streams, unownedTasksBelongTo: opts.auth?.unownedTasksBelongTo, push, recorder, extendedCard, telemetry })
+  const pushStore = push?.store
+  metrics?.watch({
+    tasks: () => runner.load(),
+    openStreams: () => operations.openStreams,
+    ...(pushStore?.oldestPendingAt && { oldestPendingPush: () => pushStore.oldestPendingAt!() }),
+  })
   const dispatcher = new JsonRpcDispatcher(operations)
   // A recovered Task is over: its log (events its dead server wrote) goes after the retention, like any finished Task's.
   const saveRecovered = async (task: A2ATask) => {
@@ -89,12 +107,14 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
   const recovery = new RecoveryService({ store, self: runner.self, log, leaseTtlMs: opts.leaseTtlMs, checkIntervalMs: opts.recoveryIntervalMs, saveTransition: saveRecovered })
   const closing = new AbortController()
   return {
-    store,
+    // The host's decorator gets the store as it is, unobserved.
+    store: opened.store,
     push,
     operations,
     dispatcher,
     closing: closing.signal,
     ...(signer && { jwks: signer.jwks }),
+    ...(metrics && { metrics }),
     onReady: async () => {
       await follower.start()
       if (opts.recoverInterrupted !== false) await recovery.start()
@@ -114,7 +134,7 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
       await sender?.stop()
       // Anything recorded since (nothing, normally) reaches the log before the store closes.
       await recorder?.idle(RECORDER_IDLE_MS)
-      if (ownsStore) await store.close?.()
+      if (ownsStore) await opened.store.close?.()
     },
   }
 }

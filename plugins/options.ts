@@ -14,6 +14,7 @@ import { resolveStore, type StoreSelector } from "../lib/stores/resolve.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import type { Toolkit } from "../lib/tools/types.js"
 import { isPlainHttpUrl } from "../lib/url-credentials.js"
+import { splitHostPort } from "../lib/host-port.js"
 
 export interface ToolnexusA2AOptions extends CardOptions {
   /** Runs each task: `createClient(...)`, `createLocalClient(...)` or any object with `run(prompt, opts)`. */
@@ -87,6 +88,12 @@ export interface ToolnexusA2AOptions extends CardOptions {
    */
   push?: PushOptions | false
   /**
+   * Prometheus metrics (README's "Traces and metrics" lists them): `true` serves them at `<prefix>/metrics`,
+   * behind `auth` when it is on; `{ listen: "HOST:PORT" }` serves them on an address of their own instead,
+   * without authentication (bind it where only your scraper reaches). Off by default: prom-client is not loaded.
+   */
+  metrics?: boolean | MetricsOptions
+  /**
    * Signs the agent card (and the extended card): `{ privateKey, kid?, alg? }`, the key as PEM text, JWK
    * text or a JWK object (Ed25519, P-256 or RSA). The card then carries `signatures`, a JWS over its
    * RFC 8785 canonical form as the official SDKs verify it; the public key is served in the JWKS at
@@ -105,6 +112,12 @@ export interface ToolnexusA2AOptions extends CardOptions {
    * it calls the REST routes with the token its user types, so it shows what that principal may see. Default false.
    */
   inspector?: boolean
+}
+
+/** Metrics on an address of their own. */
+export interface MetricsOptions {
+  /** "host:port" ("[::1]:9464", ":9464"; port 0 picks one): `app.toolnexusMetrics.address` says which once ready. */
+  listen: string
 }
 
 /** The defaults the plugin itself applies; the runner and recovery apply their own to the options they take. */
@@ -196,6 +209,15 @@ export function checkOptions(opts: ToolnexusA2AOptions): void {
   // The card's capabilities are derived; a card declaring an extended card the server cannot give (-32007) is refused here instead.
   for (const key of ["capabilities", "supportsAuthenticatedExtendedCard"]) {
     if (key in opts) throw new TypeError(`toolnexus: opts.${key} is not an option: the card's capabilities follow from the options (opts.extendedCard for the extended card, opts.push for push)`)
+  }
+  checkMetricsOption(opts.metrics)
+}
+
+function checkMetricsOption(metrics: unknown): void {
+  if (metrics === undefined || typeof metrics === "boolean") return
+  const listen = typeof metrics === "object" && metrics !== null ? (metrics as { listen?: unknown }).listen : undefined
+  if (splitHostPort(listen) === undefined) {
+    throw new TypeError('toolnexus: opts.metrics should be true (GET <prefix>/metrics), false, or { listen: "HOST:PORT" } to serve them on an address of their own, e.g. { listen: "127.0.0.1:9464" }')
   }
 }
 

@@ -90,6 +90,7 @@ function restHandler(route: RestRoute, binding: RestBinding, streams: OpenStream
         address: request.ip,
         lastEventId: request.headers["last-event-id"],
         cardUrl: () => opts.cardUrl(request),
+        traceHeaders: (name) => request.headers[name],
       },
     )
     const logLine = () => logA2ARequest(request, started, { ...outcome, method: outcome.operation }, "rest")

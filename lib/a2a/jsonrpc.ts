@@ -1,4 +1,5 @@
 import type { Logger } from "../log.js"
+import type { HeaderLookup } from "../observe/propagation.js"
 import { A2AError, ErrorCode, truncate, type JsonRpcErrorObject } from "./errors.js"
 import { OPERATIONS, type A2AOperations, type OperationName } from "./operations.js"
 import type { StreamItem } from "./task-streams.js"
@@ -36,6 +37,8 @@ interface DispatchContext {
   lastEventId?: string | string[]
   /** The endpoint URL the peer reached (see CallContext.cardUrl). */
   cardUrl?: () => string
+  /** Reads the request's trace headers (see CallContext.traceHeaders). */
+  traceHeaders?: HeaderLookup
 }
 
 /** One event of a stream as the binding writes it: the JSON-RPC response, and the SSE `id:` it carries (none for an error). */
@@ -108,7 +111,17 @@ export class JsonRpcDispatcher {
 
     // A notification gets no answer: any stream it opens is ended at once.
     const endSignal = notification ? () => AbortSignal.abort() : ctx.endSignal
-    const called = await this.operations.run(operation, params, { version, log: ctx.log, endSignal, principal: ctx.principal, address: ctx.address, lastEventId: ctx.lastEventId, cardUrl: ctx.cardUrl })
+    const called = await this.operations.run(operation, params, {
+      binding: "jsonrpc",
+      version,
+      log: ctx.log,
+      endSignal,
+      principal: ctx.principal,
+      address: ctx.address,
+      lastEventId: ctx.lastEventId,
+      cardUrl: ctx.cardUrl,
+      traceHeaders: ctx.traceHeaders,
+    })
     let outcome: DispatchOutcome
     if (called.error !== undefined) outcome = answer(id, codec, called.error)
     else if ("stream" in called.answer!) {

@@ -1,5 +1,7 @@
 import { isInTenant, isVisibleTo, mayRead, ownersVisibleTo, positionOf } from "../internals.js"
 import { errorFields, type Logger } from "../log.js"
+import type { HeaderLookup } from "../observe/propagation.js"
+import { tracesOnly, type Binding, type RequestObservation, type Telemetry } from "../observe/telemetry.js"
 import type { TaskStore } from "../stores/task-store.js"
 import type { A2AMessage, A2ATask, AgentCard } from "../types.js"
 import { A2AError, ErrorCode, truncate } from "./errors.js"
@@ -55,8 +57,12 @@ export type OperationName = (typeof OPERATIONS)[number]
 
 /** Who calls, in which version, and how the call ends: what a binding knows of a request. */
 export interface CallContext {
+  /** The binding the call came in on: its spans and metrics say so. */
+  binding: Binding
   /** The wire version the binding negotiated (the A2A-Version header, or the binding's own). */
   version: WireVersion
+  /** Reads the request's `traceparent` / `tracestate` (HTTP headers, gRPC metadata): the peer's trace goes on here. */
+  traceHeaders?: HeaderLookup
   /** The request's logger. */
   log: Logger
   /**
@@ -111,6 +117,8 @@ export interface OperationsOptions {
   recorder?: EventRecorder
   /** GetExtendedAgentCard's card, when the host configured one; omitted, it answers -32004. */
   extendedCard?: ExtendedCardOf
+  /** Hears each call (its span, its counts); omitted, spans only. */
+  telemetry?: Telemetry
 }
 
 /** A call on its way through an operation: its context, its version's codec, and the Task it turned out to be about. */
@@ -141,8 +149,10 @@ export class A2AOperations {
   private readonly rendered = new RenderedTasks()
   private readonly streams: StreamSlots
   private readonly pushConfigs: PushConfigs | undefined
+  private readonly telemetry: Telemetry
 
   constructor(private readonly opts: OperationsOptions) {
+    this.telemetry = opts.telemetry ?? tracesOnly
     this.streams = opts.streams ?? new StreamSlots()
     this.pushConfigs = opts.push && new PushConfigs(opts.push)
     const operations: Record<OperationName, Operation> = {
@@ -172,11 +182,25 @@ export class A2AOperations {
     return this.opts.store.events !== undefined
   }
 
+  /** Streams open now, on every binding. */
+  get openStreams(): number {
+    return this.streams.open()
+  }
+
   /**
-   * Runs one operation with `params` in the wire shape of `ctx.version`.
+   * Runs one operation with `params` in the wire shape of `ctx.version`,
+   * observed (a span continuing the peer's trace, the request metrics).
    * Never throws: a failure comes back as the outcome's error.
    */
   async run(name: OperationName, params: unknown, ctx: CallContext): Promise<CallOutcome> {
+    const observed = this.telemetry.request(name, ctx.binding, ctx.version, ctx.traceHeaders)
+    const outcome = await observed.within(() => this.runObserved(name, params, ctx, observed))
+    const answer = outcome.answer
+    observed.answered(outcome.taskId, outcome.error, answer !== undefined && "stream" in answer)
+    return outcome
+  }
+
+  private async runObserved(name: OperationName, params: unknown, ctx: CallContext, observed: RequestObservation): Promise<CallOutcome> {
     let ended: AbortSignal | undefined
     const call: OperationCall = {
       codec: codecFor(ctx.version),
@@ -191,7 +215,7 @@ export class A2AOperations {
     try {
       call.tenant = parseTenant(params, ctx.version)
       const answer = await this.operations.get(name)!(params, call)
-      if ("stream" in answer) answer.stream = failingAsA2AErrors(answer.stream, call)
+      if ("stream" in answer) answer.stream = failingAsA2AErrors(answer.stream, call, observed)
       return { answer, taskId: call.taskId }
     } catch (err) {
       return { error: this.asA2AError(err, name, call), taskId: call.taskId }
@@ -451,17 +475,21 @@ export class A2AOperations {
 }
 
 /**
- * The stream as it is, except that a failure mid-stream ends it with an
+ * The stream as it is, ending the request's span when it ends, except that a failure mid-stream ends it with an
  * A2AError: one as it is (such as events no longer kept), anything else
  * logged in full and given in general terms.
  */
-async function* failingAsA2AErrors(stream: AsyncIterable<StreamItem>, call: OperationCall): AsyncIterable<StreamItem> {
+async function* failingAsA2AErrors(stream: AsyncIterable<StreamItem>, call: OperationCall, observed: RequestObservation): AsyncIterable<StreamItem> {
+  let failure: A2AError | undefined
   try {
     yield* stream
   } catch (err) {
-    if (err instanceof A2AError) throw err
+    if (err instanceof A2AError) throw (failure = err)
     call.log.error({ taskId: call.taskId, ...errorFields(err) }, "stream failed")
-    throw new A2AError(ErrorCode.InternalError, "Internal error: the stream failed; its log has the details")
+    throw (failure = new A2AError(ErrorCode.InternalError, "Internal error: the stream failed; its log has the details"))
+  } finally {
+    // The request's span lasts as long as its stream, however it ends (a peer gone ends it by return).
+    observed.streamEnded(failure)
   }
 }
 

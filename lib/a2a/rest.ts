@@ -1,4 +1,5 @@
 import type { Logger } from "../log.js"
+import type { HeaderLookup } from "../observe/propagation.js"
 import type { JsonObject } from "../types.js"
 import { A2AError, BINDING_ERRORS, ErrorCode, ERROR_INFO_TYPE, errorInfo } from "./errors.js"
 import type { A2AOperations, OperationName } from "./operations.js"
@@ -300,6 +301,8 @@ export interface RestCallContext {
   cardUrl?: () => string
   /** The request's `Last-Event-ID`: SubscribeToTask resumes after that event. */
   lastEventId?: string | string[]
+  /** Reads the request's trace headers (see CallContext.traceHeaders). */
+  traceHeaders?: HeaderLookup
 }
 
 /** What a call did: the answer, and the fields of its request log line. */
@@ -339,6 +342,7 @@ export class RestBinding {
       request = { ...request, path: { ...request.path, tenant: "v1" } }
     }
     const called = await this.operations.run(served.operation, served.params(request), {
+      binding: "rest",
       version,
       log: ctx.log,
       endSignal: ctx.endSignal,
@@ -346,6 +350,7 @@ export class RestBinding {
       address: ctx.address,
       lastEventId: ctx.lastEventId,
       cardUrl: ctx.cardUrl,
+      traceHeaders: ctx.traceHeaders,
     })
     const about = { operation: served.operation, taskId: called.taskId, version }
     if (called.error !== undefined) return { ...errorAnswer(called.error, served.version), ...about, errorCode: called.error.code }

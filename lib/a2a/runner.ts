@@ -17,6 +17,8 @@ import { currentRunner, internalsOf, ownersVisibleTo, positionOf, retireRunner, 
 import { copyWith } from "../objects.js"
 import { MAX_TIMER_MS } from "../duration.js"
 import type { SaveTransition } from "./transitions.js"
+import type { Context } from "@opentelemetry/api"
+import { tracesOnly, type Telemetry } from "../observe/telemetry.js"
 
 interface TaskRunnerOptions {
   store: TaskStore
@@ -40,6 +42,8 @@ interface TaskRunnerOptions {
   recorder?: EventRecorder
   /** While the model writes, the answer so far is saved at most this often, so GetTask shows it (default 250 ms; 0: after every chunk). */
   progressSaveMs?: number
+  /** Hears each run, state change, model call and tool call; omitted, spans only. */
+  telemetry?: Telemetry
 }
 
 /** How often, at most, a streamed answer's text so far is saved while the model writes. */
@@ -114,6 +118,8 @@ interface Running {
   progress?: ProgressSaves
   /** Its events go to the event log: every Task's do (recorder.everyTask), or a stream follows it. */
   logged: boolean
+  /** The trace context of the request that started it: its run is traced under it, whenever the run begins. */
+  traceContext: Context
 }
 
 /** ISO-8601 UTC now; formatted once per millisecond, as a busy server asks many times in one (3% of SendMessage CPU). */
@@ -168,13 +174,20 @@ export class TaskRunner {
   /** The one way a state change is saved: every save below goes through it. */
   private readonly save: SaveTransition
   private readonly progressSaveMs: number
+  private readonly telemetry: Telemetry
 
   constructor(private readonly opts: TaskRunnerOptions) {
+    this.telemetry = opts.telemetry ?? tracesOnly
     this.save = opts.saveTransition ?? ((task) => opts.store.save(task))
     this.progressSaveMs = opts.progressSaveMs ?? DEFAULT_PROGRESS_SAVE_MS
     this.maxRunning = opts.maxRunning ?? 32
     this.maxQueued = opts.maxQueued ?? 1000
     this.maxTaskBytes = opts.maxTaskBytes ?? DEFAULT_MAX_TASK_BYTES
+  }
+
+  /** Tasks running in this process, and those waiting for a slot. */
+  load(): { running: number; queued: number } {
+    return { running: this.going, queued: this.queue.length }
   }
 
   /** True while this process holds the task (going or queued): its events are published here. */
@@ -420,6 +433,7 @@ export class TaskRunner {
       unscheduled: true,
       position: positionOf(task),
       logged: this.opts.recorder !== undefined && (this.opts.recorder.everyTask || opts.watch === true),
+      traceContext: this.telemetry.here(),
       settled: new Promise((resolve) => (resolveSettled = resolve)),
       settle: () => {
         if (this.running.get(task.id) === record) this.running.delete(task.id)
@@ -460,7 +474,17 @@ export class TaskRunner {
     }
   }
 
+  /** Runs the Task, traced as one run under the request that started it. */
   private async fulfil(record: Running): Promise<void> {
+    const run = this.telemetry.taskRun(record.task.id, record.task.contextId, record.traceContext)
+    try {
+      await run.within(() => this.fulfilObserved(record))
+    } finally {
+      run.end(record.task.status.state)
+    }
+  }
+
+  private async fulfilObserved(record: Running): Promise<void> {
     const { lookUpContext, historyOwners } = record
     const { client, toolkit } = this.opts
     try {
@@ -480,7 +504,7 @@ export class TaskRunner {
       const onText = (delta: string, info: TextInfo) => {
         if (!info.whole) this.streamText(record, delta, info.turn)
       }
-      const result = await client.run(prompt, { toolkit, signal: record.controller.signal, history, onText })
+      const result = await client.run(prompt, { toolkit, signal: record.controller.signal, history, onText, observer: this.telemetry })
       if (record.finished) return
       const answer = agentMessage(record.task, result.text)
       const history2 = [...(record.task.history ?? []), answer]
@@ -700,6 +724,7 @@ export class TaskRunner {
   }
 
   private logTransition(task: A2ATask): void {
+    this.telemetry.taskState(task.status.state)
     this.opts.log.info({ taskId: task.id, contextId: task.contextId, state: task.status.state }, "task state changed")
   }
 

@@ -5,6 +5,7 @@ import { DEFAULT_RETRY } from "../models/http.js"
 import { openAIModel } from "../models/openai.js"
 import { hasCredentials, isHttpUrl, withoutPassword } from "../url-credentials.js"
 import { usageFrom, type ChatMessage, type Model, type ModelToolCall, type ModelTurn, type ToolCall, type Usage } from "../models/model.js"
+import { tracesOnly, type RunObserver } from "../observe/telemetry.js"
 
 export interface ToolCallRecord extends ToolCall {
   result: ToolResult
@@ -26,6 +27,12 @@ export interface RunOptions {
    * its text here once, after the fact, with `whole: true`. What the listener throws is ignored.
    */
   onText?: (delta: string, info: TextInfo) => void
+  /**
+   * Hears each model call and tool call (a server passes its own, so its
+   * metrics count them). Omitted: they are traced through the OpenTelemetry
+   * API only, spans an application's registered SDK receives.
+   */
+  observer?: RunObserver
 }
 
 /** Where a piece of text given to `RunOptions.onText` stands. */
@@ -158,6 +165,7 @@ async function runLoop(model: Model, settings: LoopSettings, prompt: string, opt
   if (opts.history !== undefined && !Array.isArray(opts.history)) throw new TypeError("run: opts.history should be an array of ChatMessage")
   if (opts.onText !== undefined && typeof opts.onText !== "function") throw new TypeError("run: opts.onText should be a function")
   const { toolkit, signal, onText } = opts
+  const observer = opts.observer ?? tracesOnly
   const system: ChatMessage[] = settings.systemPrompt ? [{ role: "system", content: settings.systemPrompt }] : []
   const messages: ChatMessage[] = [...(opts.history ?? []), { role: "user", content: prompt }]
   const toolCalls: ToolCallRecord[] = []
@@ -166,13 +174,22 @@ async function runLoop(model: Model, settings: LoopSettings, prompt: string, opt
   for (let turn = 1; turn <= settings.maxTurns; turn++) {
     signal?.throwIfAborted()
     let streamed = false
+    const modelCall = observer.modelCall(model.name, model.provider)
     const hear = onText
       ? (delta: string) => {
+          if (!streamed) modelCall.firstToken()
           streamed = true
           tell(onText, delta, turn)
         }
       : undefined
-    const reply = await unlessAborted(model.turn({ messages: [...system, ...messages], toolkit, signal, ...(hear && { onText: hear }) }), signal)
+    let reply: ModelTurn
+    try {
+      reply = await modelCall.within(() => unlessAborted(model.turn({ messages: [...system, ...messages], toolkit, signal, ...(hear && { onText: hear }) }), signal))
+    } catch (err) {
+      modelCall.end(undefined, err)
+      throw err
+    }
+    modelCall.end(reply.usage)
     // A model that answered whole still shows its answer through onText, once.
     if (onText && !streamed && reply.text !== "") tell(onText, reply.text, turn, true)
     usage = addUsage(usage, reply.usage)
@@ -184,7 +201,7 @@ async function runLoop(model: Model, settings: LoopSettings, prompt: string, opt
 
     for (const call of reply.toolCalls) {
       signal?.throwIfAborted()
-      const result = await unlessAborted(runTool(call, toolkit, signal), signal)
+      const result = await observedTool(observer, call, toolkit, () => unlessAborted(runTool(call, toolkit, signal), signal))
       toolCalls.push({ id: call.id, name: call.name, args: call.args, result })
       messages.push({ role: "tool", content: result.output, toolCallId: call.id, isError: result.isError })
     }
@@ -203,6 +220,19 @@ function tell(listener: NonNullable<RunOptions["onText"]>, delta: string, turn: 
     if (returned instanceof Promise) returned.catch(() => {})
   } catch {
     // ignored, as said above
+  }
+}
+
+/** Runs a tool call, observed: its span, and its count by tool and outcome. */
+async function observedTool(observer: RunObserver, call: ModelToolCall, toolkit: Toolkit | undefined, run: () => Promise<ToolResult>): Promise<ToolResult> {
+  const observed = observer.toolCall(call.name, call.id, toolkit?.get(call.name) !== undefined)
+  try {
+    const result = await observed.within(run)
+    observed.end(result.isError === true)
+    return result
+  } catch (err) {
+    observed.end(true, err)
+    throw err
   }
 }
 
@@ -243,6 +273,7 @@ function localModel(respond: ModelFunction, name: string): Model {
   let nextCallId = 1 // ids the function leaves out must still pair each tool message with its call
   return {
     name,
+    provider: "local",
     async turn({ messages, toolkit, signal, onText }): Promise<ModelTurn> {
       const reply = await respond({ messages: [...messages], tools: toolkit?.tools() ?? [], signal })
       if (typeof reply === "string") return { text: reply, toolCalls: [], usage: usageFrom(0, 0) }

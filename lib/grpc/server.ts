@@ -246,7 +246,9 @@ export class A2AGrpcServer {
     }
     const lastEventId = first("last-event-id")
     const outcome = await this.opts.operations.run(name, params, {
+      binding: "grpc",
       version: "1.0",
+      traceHeaders: (key) => first(key),
       log,
       ...(ended && { endSignal: () => ended }),
       principal,

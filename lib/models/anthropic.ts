@@ -26,6 +26,7 @@ export function anthropicModel(opts: AnthropicOptions): Model {
   }
   return {
     name: opts.model,
+    provider: "anthropic",
     turn({ messages, toolkit, signal, onText }) {
       const { system, turns } = toAnthropicMessages(messages)
       const tools = toolkit?.toAnthropic() ?? []

@@ -1,3 +1,4 @@
+import { withTraceHeaders } from "../observe/propagation.js"
 import { parseRetryAfter } from "../retry-after.js"
 import type { JsonObject } from "../types.js"
 import { sseEvents, type SseEvent } from "./sse-lines.js"
@@ -170,7 +171,8 @@ async function sendOnce<T>(endpoint: Endpoint, payload: string, signal: AbortSig
   try {
     const response = await fetch(endpoint.url, {
       method: "POST",
-      headers: endpoint.headers,
+      // The model call's span goes on at the provider (or a proxy that traces).
+      headers: withTraceHeaders(endpoint.headers),
       body: payload,
       signal: signal ? AbortSignal.any([signal, timeout.signal]) : timeout.signal,
     })

@@ -27,6 +27,8 @@ export interface Usage {
 /** What the tool-calling loop needs from a model: one turn of the conversation. */
 export interface Model {
   readonly name: string
+  /** Who serves it, as traces name it: "openai", "anthropic", "local". */
+  readonly provider?: string
   turn(request: ModelRequest): Promise<ModelTurn>
 }
 

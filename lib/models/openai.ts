@@ -20,6 +20,7 @@ export function openAIModel(opts: EndpointOptions): Model {
   }
   return {
     name: opts.model,
+    provider: "openai",
     turn({ messages, toolkit, signal, onText }) {
       const tools = toolkit?.toOpenAI() ?? []
       const body: JsonObject = { model: opts.model, messages: messages.map(toOpenAIMessage) }

@@ -1,3 +1,5 @@
+import { injectTraceHeaders } from "../observe/propagation.js"
+import { noteHttpStatus } from "../observe/telemetry.js"
 import type { PushClaim } from "../stores/push-store.js"
 import { checkWebhookUrl, WebhookRefusedError, type AllowList } from "./guard.js"
 import { post, PostTimeoutError, type PostAgents } from "./http-post.js"
@@ -67,8 +69,11 @@ export async function attemptDelivery(claim: PushClaim, opts: AttemptOptions): P
     if (config.authentication) headers[SIGNATURE_HEADER] = jwt
     else headers.Authorization = `Bearer ${jwt}`
   }
+  // The delivery's span goes on at the receiver.
+  injectTraceHeaders(headers)
   try {
     const answer = await post({ url: checked.url, lookup: checked.lookup, headers, body: payload.body, timeoutMs: opts.timeoutMs, agents: opts.agents, signal: opts.signal })
+    noteHttpStatus(answer.status)
     return outcomeOfStatus(answer.status, answer.retryAfter, Date.now())
   } catch (err) {
     if (err instanceof PostTimeoutError) return { kind: "retry", error: `timed out: ${err.message}` }

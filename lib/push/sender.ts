@@ -1,6 +1,7 @@
 import { setMaxListeners } from "node:events"
 import { MAX_TIMER_MS } from "../duration.js"
 import { errorFields, type Logger } from "../log.js"
+import { tracesOnly, type Telemetry } from "../observe/telemetry.js"
 import { NextRun } from "../stores/next-run.js"
 import type { PushClaim, PushStore } from "../stores/push-store.js"
 import { attemptDelivery } from "./attempt.js"
@@ -39,6 +40,8 @@ export interface PushSenderOptions {
   /** How often the outbox is looked at anyway: for retries that came due and claims another process left. */
   pollMs?: number
   signer?: PushSigner
+  /** Hears each attempt (its span) and how it settled (the push metrics); omitted, spans only. */
+  telemetry?: Telemetry
 }
 
 /** A claim this process holds: under way, or waiting for a slot of its origin. */
@@ -77,6 +80,7 @@ export class PushSender {
   private readonly leaseMs: number
   private readonly agents: PostAgents
   private readonly aborts = new AbortController()
+  private readonly telemetry: Telemetry
 
   private readonly held = new Map<string, Held>()
   private readonly origins = new Map<string, Origin>()
@@ -95,6 +99,7 @@ export class PushSender {
   constructor(private readonly opts: PushSenderOptions) {
     this.store = opts.store
     this.log = opts.log
+    this.telemetry = opts.telemetry ?? tracesOnly
     this.timeoutMs = opts.timeoutMs ?? PUSH_DEFAULTS.timeoutMs
     this.maxAgeMs = opts.maxAgeMs ?? PUSH_DEFAULTS.maxAgeMs
     this.maxInFlight = opts.maxInFlight ?? PUSH_DEFAULTS.maxInFlight
@@ -223,11 +228,14 @@ export class PushSender {
     // Waited so long for its origin that the lease could end mid-request: let it go, a later claim hands it out again.
     if (Date.now() - held.claimedAt > this.leaseMs - this.timeoutMs - 5000) return
     let outcome: AttemptOutcome
+    const delivery = this.telemetry.pushDelivery(held.claim.config.url, held.claim.item.taskId)
     try {
-      outcome = await attemptDelivery(held.claim, { allow: this.opts.allow, timeoutMs: this.timeoutMs, agents: this.agents, signer: this.opts.signer, signal: this.aborts.signal })
+      const options = { allow: this.opts.allow, timeoutMs: this.timeoutMs, agents: this.agents, signer: this.opts.signer, signal: this.aborts.signal }
+      outcome = await delivery.within(() => attemptDelivery(held.claim, options))
     } catch (err) {
       outcome = { kind: "retry", error: (err as Error).message }
     }
+    delivery.end(outcome.kind, outcome.kind === "retry" ? outcome.error : outcome.kind === "final" ? outcome.reason : undefined)
     if (this.aborts.signal.aborted && outcome.kind === "retry") {
       // Cut short by stop(): due again at once, for this server's next start or another replica.
       await this.store.retryLater(held.claim, Date.now(), "interrupted: the server stopped").catch((err: unknown) => this.storeFailed(err, held.claim, "retryLater"))
@@ -241,6 +249,7 @@ export class PushSender {
     const { claim, origin } = held
     const { item } = claim
     if (outcome.kind === "delivered") {
+      this.telemetry.pushSettled("sent")
       await this.store.ack(claim).catch((err: unknown) => this.storeFailed(err, claim, "ack"))
       return
     }
@@ -256,6 +265,7 @@ export class PushSender {
       return this.deadLetter(claim, origin, `still failing when its next try would pass maxAge (${this.maxAgeMs} ms); the last: ${outcome.error}`, attempts)
     }
     this.log.info({ origin, taskId: item.taskId, configId: claim.config.id, attempts, error: outcome.error, retryInMs: notBefore - now }, "push notification not delivered; retrying")
+    this.telemetry.pushSettled("retried")
     try {
       await this.store.retryLater(claim, notBefore, outcome.error)
       this.wakeAt(notBefore)
@@ -265,6 +275,7 @@ export class PushSender {
   }
 
   private async deadLetter(claim: PushClaim, origin: string, reason: string, attempts: number): Promise<void> {
+    this.telemetry.pushSettled("dead_lettered")
     try {
       await this.store.deadLetter(claim, reason, attempts)
       // Origin only: a webhook's path or query may hold a secret.

@@ -110,6 +110,12 @@ export class MemoryPushStore implements PushStore {
     }
   }
 
+  async oldestPendingAt(): Promise<number | undefined> {
+    // The outbox is kept in the order enqueued.
+    for (const stored of this.items.values()) return stored.item.enqueuedAt
+    return undefined
+  }
+
   async putConfig(config: PushConfigRecord): Promise<void> {
     const json = JSON.stringify(config)
     const bytes = configBytes(config)

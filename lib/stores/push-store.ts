@@ -62,6 +62,12 @@ export interface PushStore {
   listDeadLetters(limit: number): Promise<PushDeadLetter[]>
   /** For stores several servers share: calls `onDue` when another process enqueued; the function it gives stops it. */
   watchOutbox?(onDue: () => void): Promise<() => Promise<void>>
+  /**
+   * When the oldest notification still in the outbox was enqueued (ms since
+   * the epoch), undefined when none is; for stores that can tell cheaply. The
+   * metrics' push age gauge reads it at each scrape; without it there is no such gauge.
+   */
+  oldestPendingAt?(): Promise<number | undefined>
 }
 
 /** A webhook a peer registered for a Task, as stored. */
