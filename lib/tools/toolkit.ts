@@ -1,5 +1,6 @@
 import { Ajv, type ValidateFunction } from "ajv"
 import type { JsonObject } from "../types.js"
+import { openA2AAgents } from "./a2a-agents.js"
 import { builtinTools } from "./builtins.js"
 import type { Tool, Toolkit, ToolkitOptions, ToolkitServedAgent, ToolkitServeOptions, ToolSource } from "./types.js"
 
@@ -19,6 +20,14 @@ export async function createToolkit(opts: ToolkitOptions = {}): Promise<Toolkit>
   const chosen = chooseBuiltins(opts.builtins ?? true)
   const own = [...chosen, ...(opts.extraTools ?? [])]
   const sources = [...(opts.sources ?? [])]
+  if (opts.a2aAgents !== undefined) {
+    try {
+      sources.push(...(await openA2AAgents(opts.a2aAgents)))
+    } catch (err) {
+      await Promise.allSettled(sources.map((source) => source.close()))
+      throw err
+    }
+  }
   const ajv = new Ajv({ allErrors: true, strict: false })
   /** Each tool's compiled schema, kept while the same tool object is listed. */
   const compiled = new WeakMap<Tool, ValidateFunction>()

@@ -53,6 +53,25 @@ export interface ToolkitOptions {
    * `close()` closes the sources.
    */
   sources?: ToolSource[]
+  /**
+   * Other A2A agents, each one tool: its card is read at createToolkit (a card that cannot be read fails
+   * it), and a call sends the model's message and returns the agent's answer. See lib/tools/a2a-agents.ts.
+   */
+  a2aAgents?: A2AAgentOptions[]
+}
+
+/** One A2A agent to use as a tool. */
+export interface A2AAgentOptions {
+  /** The agent's base URL (its card is at `.well-known/agent-card.json` under it), or its card's URL. */
+  url: string
+  /** The tool's name; default the card's name. Either is made a valid, unique tool name. */
+  name?: string
+  /** Sent with every call to the agent, the card's too: `authorization`, an API key. */
+  headers?: Record<string, string>
+  /** How long one call to the agent may take, in ms; default 30000. */
+  timeoutMs?: number
+  /** How long the agent's Task may run before it is canceled and the tool fails, in ms; default 15 minutes. */
+  taskTimeoutMs?: number
 }
 
 /**

@@ -1,0 +1,118 @@
+import { randomUUID } from "node:crypto"
+import { chooseEndpoint, fetchAgentCard, type AgentEndpoint, type Binding, type RemoteCard } from "./card.js"
+import { RemoteAgentError, type HttpOptions } from "./http.js"
+import { jsonRpcTransport } from "./jsonrpc.js"
+import { isSettled, type RemoteMessage, type RemoteTask } from "./remote-task.js"
+import { restTransport } from "./rest.js"
+import type { AgentTransport } from "./transport.js"
+
+/**
+ * A remote A2A agent, reached through its card: `ask` sends a message and follows the Task it starts until
+ * it ends or waits for us (input-required, auth-required), polling GetTask; an abort cancels that Task.
+ */
+
+export interface RemoteAgentOptions {
+  /** The agent's base URL, or its card's URL. */
+  url: string
+  /** Sent with every call, the card's too (Authorization, an API key). */
+  headers?: Record<string, string>
+  /** How long one call may take, in ms (default 30000). */
+  timeoutMs?: number
+  /** How long a Task may run before it is canceled and the call fails, in ms (default 15 minutes). */
+  taskTimeoutMs?: number
+}
+
+export const DEFAULT_CALL_TIMEOUT_MS = 30_000
+export const DEFAULT_TASK_TIMEOUT_MS = 15 * 60_000
+/** Polling starts quick (a short Task answers at once) and slows down to this. */
+const FIRST_POLL_MS = 50
+const MAX_POLL_MS = 1000
+
+const BINDINGS: readonly Binding[] = ["JSONRPC", "HTTP+JSON", "GRPC"]
+
+export interface RemoteAgent {
+  readonly card: RemoteCard
+  readonly endpoint: AgentEndpoint
+  /** Sends `text` and resolves with the settled Task, or the message the agent answered with. */
+  ask(input: { text: string; contextId?: string; taskId?: string }, signal?: AbortSignal): Promise<RemoteTask | RemoteMessage>
+  close(): void
+}
+
+/** Reads the card and picks the interface; throws saying what went wrong and what to do. */
+export async function connectRemoteAgent(opts: RemoteAgentOptions, signal?: AbortSignal): Promise<RemoteAgent> {
+  const http: HttpOptions = { headers: opts.headers ?? {}, timeoutMs: opts.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS }
+  const { card, cardUrl } = await fetchAgentCard(opts.url, http, signal)
+  const endpoint = chooseEndpoint(card, cardUrl, BINDINGS)
+  const transport = await transportFor(endpoint, http)
+  return followingAgent(card, endpoint, transport, opts.taskTimeoutMs ?? DEFAULT_TASK_TIMEOUT_MS)
+}
+
+async function transportFor(endpoint: AgentEndpoint, http: HttpOptions): Promise<AgentTransport> {
+  if (endpoint.binding === "JSONRPC") return jsonRpcTransport(endpoint, http)
+  if (endpoint.binding === "HTTP+JSON") return restTransport(endpoint, http)
+  // gRPC's modules (grpc-js, the proto) load only for an agent reached over gRPC.
+  const { grpcTransport } = await import("./grpc.js")
+  return grpcTransport(endpoint, http)
+}
+
+/** Rejects with the signal's reason once it aborts; otherwise settles as `promise` does. */
+function unlessAborted<T>(promise: Promise<T>, signal?: AbortSignal): Promise<T> {
+  if (!signal) return promise
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason)
+    if (signal.aborted) return onAbort()
+    signal.addEventListener("abort", onAbort, { once: true })
+    promise.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort))
+  })
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return unlessAborted(new Promise<void>((resolve) => setTimeout(resolve, ms)), signal)
+}
+
+export function followingAgent(card: RemoteCard, endpoint: AgentEndpoint, transport: AgentTransport, taskTimeoutMs: number): RemoteAgent {
+  /** Cancels a Task we no longer follow; its own short deadline, not the aborted signal. A failure is the agent's to log. */
+  const cancelQuietly = (id: string) => transport.cancel(id, AbortSignal.timeout(5000)).then(
+    () => undefined,
+    () => undefined,
+  )
+  return {
+    card,
+    endpoint,
+    async ask(input, signal) {
+      signal?.throwIfAborted()
+      const started = Date.now()
+      // The send itself is not aborted: a Task it starts after our abort is canceled once its id is known.
+      const sent = transport.send({ messageId: randomUUID(), ...input })
+      let task: RemoteTask | RemoteMessage
+      try {
+        task = await unlessAborted(sent, signal)
+      } catch (err) {
+        if (signal?.aborted) {
+          void sent.then(
+            (late) => (late.kind === "task" && !isSettled(late.state) ? cancelQuietly(late.id) : undefined),
+            () => undefined,
+          )
+        }
+        throw err
+      }
+      if (task.kind === "message") return task
+      let delay = FIRST_POLL_MS
+      try {
+        while (!isSettled(task.state)) {
+          if (Date.now() - started > taskTimeoutMs) {
+            throw new RemoteAgentError(`the agent's Task ${task.id} was still ${task.state} after ${taskTimeoutMs} ms; it was canceled`)
+          }
+          await sleep(delay, signal)
+          delay = Math.min(delay * 2, MAX_POLL_MS)
+          task = await transport.get(task.id, signal)
+        }
+      } catch (err) {
+        await cancelQuietly(task.id)
+        throw err
+      }
+      return task
+    },
+    close: () => transport.close(),
+  }
+}
