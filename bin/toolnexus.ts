@@ -32,6 +32,7 @@ const agent = await toolkit.serve(`${config.host.includes(":") ? `[${config.host
     ...config.streams,
     ...(config.push && { push: config.push }),
     ...(config.cardSigning && { cardSigning: config.cardSigning }),
+    ...(config.inspector && { inspector: true }),
   },
   timeouts: config.timeouts,
   ...(config.https && { https: config.https }),
@@ -50,6 +51,7 @@ log.info(
     ...(config.timeouts && { timeouts: config.timeouts }),
     ...config.streams,
     ...(config.push && { pushAllow: config.push.allow, pushSigned: config.push.signingKey !== undefined }),
+    ...(config.inspector && { inspector: `${agent.url}/inspector/` }),
   },
   "toolnexus agent listening",
 )

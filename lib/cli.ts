@@ -8,7 +8,7 @@ import { allowList } from "./push/guard.js"
 import type { PushOptions } from "./push/options.js"
 import { readSigningKey } from "./signing-key.js"
 import type { RetentionOptions } from "./stores/retention.js"
-import { isPlainHttpUrl, withoutPassword } from "./url-credentials.js"
+import { isHttpUrl, isPlainHttpUrl, withoutPassword } from "./url-credentials.js"
 
 /** How the command writes its logs: pino-pretty's lines for a person, or pino's JSON lines for a collector. */
 export type LogFormat = "pretty" | "json"
@@ -41,6 +41,10 @@ interface CliConfig {
   https?: { cert: string; key: string }
   /** Where gRPC listens, "host:port", for serve()'s `grpc`; absent, no gRPC. */
   grpc?: string
+  /** Other A2A agents the model may call as tools, by URL (base or card URL); absent, none. */
+  a2aAgents?: string[]
+  /** Serve the task inspector page at /inspector/; absent, not served. */
+  inspector?: true
   logFormat: LogFormat
 }
 
@@ -68,8 +72,12 @@ Serves an A2A agent over JSON-RPC. Flags win over environment variables.
   --base-url URL       model endpoint, e.g. https://api.openai.com/v1 (TOOLNEXUS_BASE_URL)
   --style STYLE        "openai" or "anthropic" (TOOLNEXUS_STYLE, default openai)
   --model MODEL        model name (TOOLNEXUS_MODEL)
+  --a2a-agent URL      another A2A agent the model may call as a tool: its base URL or its card's
+                       URL; repeat for more (TOOLNEXUS_A2A_AGENTS, comma-separated; default none)
   --log-format FORMAT  "pretty" or "json" (TOOLNEXUS_LOG_FORMAT; default pretty on a terminal,
                        JSON lines otherwise)
+  --inspector          serve the task inspector, a page to read Tasks and talk to the agent, at
+                       /inspector/ (TOOLNEXUS_INSPECTOR=1; default off)
 
 Limits (durations in ms, or with a unit: "30s", "2m", "500ms"):
   --request-timeout D  a whole request, headers and body, must arrive within D or gets 408
@@ -151,6 +159,8 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
       "push-timeout": { type: "string" },
       "push-max-age": { type: "string" },
       "push-max-attempts": { type: "string" },
+      "a2a-agent": { type: "string", multiple: true },
+      inspector: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -215,6 +225,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     maxAge: maxAgeFlag(setting("push-max-age")),
     maxAttempts: countFlag("push-max-attempts", setting("push-max-attempts")),
   })
+  const a2aAgents = a2aAgentUrls(values["a2a-agent"], env.TOOLNEXUS_A2A_AGENTS)
   const https = tlsFiles(setting("tls-cert"), setting("tls-key"))
   const grpc = setting("grpc")
   if (grpc !== undefined) {
@@ -240,6 +251,8 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     ...cardSigningFlag(setting("card-signing-key")),
     ...(https ? { https } : {}),
     ...(grpc !== undefined ? { grpc } : {}),
+    ...(a2aAgents.length > 0 ? { a2aAgents } : {}),
+    ...(values.inspector || switchVariable("TOOLNEXUS_INSPECTOR", env.TOOLNEXUS_INSPECTOR) ? { inspector: true as const } : {}),
     logFormat,
   }
 }
@@ -311,6 +324,23 @@ function countFlag(flag: string, text: string | undefined): number | undefined {
   const count = Number(text)
   if (!/^\s*\d+\s*$/.test(text) || !Number.isSafeInteger(count) || count < 1) throw new Error(`--${flag} should be a whole number of 1 or more, got ${JSON.stringify(text)}`)
   return count
+}
+
+/** An on/off environment variable: 1 or true is on; 0, false or empty is off; anything else is refused, naming it. */
+function switchVariable(name: string, text: string | undefined): boolean {
+  const value = text?.trim().toLowerCase() ?? ""
+  if (value === "1" || value === "true") return true
+  if (value === "" || value === "0" || value === "false") return false
+  throw new Error(`${name} should be 1 or true to turn it on (0, false or unset for off), got ${JSON.stringify(text)}`)
+}
+
+/** --a2a-agent URL (repeated), else TOOLNEXUS_A2A_AGENTS (comma-separated): each an http(s) URL. Throws naming the flag. */
+function a2aAgentUrls(flags: string[] | undefined, variable: string | undefined): string[] {
+  const urls = flags ?? (variable ?? "").split(",").map((url) => url.trim()).filter((url) => url !== "")
+  for (const url of urls) {
+    if (!isHttpUrl(url)) throw new Error(`--a2a-agent should be an A2A agent's http(s) base URL or its card's URL, got ${JSON.stringify(withoutPassword(url))}`)
+  }
+  return urls
 }
 
 /** The object without its undefined fields; undefined when none is left. */

@@ -8,11 +8,10 @@ import { matchesEtag } from "./card-route.js"
 /** Where the page is served, under the routes' prefix. */
 export const INSPECTOR_PATH = "/inspector"
 
-/**
- * The page's folder as shipped in the package: one folder up from this module in the sources, two in dist/.
- * Exported for the tests, which check the page's files are what the route serves.
- */
-export const INSPECTOR_DIR = ["../inspector", "../../inspector"].map((rel) => fileURLToPath(new URL(rel, import.meta.url))).find((dir) => fs.existsSync(path.join(dir, "index.html")))
+/** The page's folder as shipped in the package: one folder up from this module in the sources, two in dist/. */
+const FOLDERS = ["../inspector", "../../inspector"].map((rel) => fileURLToPath(new URL(rel, import.meta.url)))
+/** The folder that holds the page (the one in dist/'s place when neither does, for the error to name). */
+export const INSPECTOR_DIR = FOLDERS.find((dir) => fs.existsSync(path.join(dir, "index.html"))) ?? FOLDERS[1]
 
 /** The types of the files the page is made of; a file of any other kind in the folder is not served. */
 const CONTENT_TYPES: Readonly<Record<string, string>> = {
@@ -47,9 +46,9 @@ export interface PageFile {
  * The page's files, read once at registration (before the plugin opens anything, so a broken install
  * fails cleanly): the folder's files of a known type, by name.
  */
-export function readInspectorFiles(dir: string | undefined = INSPECTOR_DIR): ReadonlyMap<string, PageFile> {
-  if (dir === undefined || !fs.existsSync(path.join(dir, "index.html"))) {
-    throw new Error(`toolnexus: opts.inspector is on, but the inspector's files (${dir ?? "inspector"}/index.html) are missing from the package; reinstall toolnexus`)
+export function readInspectorFiles(dir: string = INSPECTOR_DIR): ReadonlyMap<string, PageFile> {
+  if (!fs.existsSync(path.join(dir, "index.html"))) {
+    throw new Error(`toolnexus: opts.inspector is on, but the inspector's files (${path.join(dir, "index.html")}) are missing from the package; reinstall toolnexus`)
   }
   const files = new Map<string, PageFile>()
   for (const name of fs.readdirSync(dir)) {
