@@ -28,7 +28,18 @@ export async function createToolkit(opts: ToolkitOptions = {}): Promise<Toolkit>
       throw err
     }
   }
-  const ajv = new Ajv({ allErrors: true, strict: false })
+  if (opts.mcpServers !== undefined) {
+    try {
+      // Loaded here only: a program without MCP servers never loads the MCP SDK.
+      const { openMcpServers } = await import("./mcp/open.js")
+      sources.push(...(await openMcpServers(opts.mcpServers, opts.logger)))
+    } catch (err) {
+      await Promise.allSettled(sources.map((source) => source.close()))
+      throw err
+    }
+  }
+  // addUsedSchema off: two schemas with one $id (two servers' tools, or one tool listed again after a change) must not clash.
+  const ajv = new Ajv({ allErrors: true, strict: false, addUsedSchema: false })
   /** Each tool's compiled schema, kept while the same tool object is listed. */
   const compiled = new WeakMap<Tool, ValidateFunction>()
   const compile = (tool: Tool): ValidateFunction => {

@@ -1,4 +1,6 @@
+import type { Logger } from "../log.js"
 import type { JsonObject } from "../types.js"
+import type { McpServers } from "./mcp/config.js"
 
 /**
  * The types of tools and toolkits, shared by the toolkit, the builtins, the
@@ -53,6 +55,14 @@ export interface ToolkitOptions {
    * `close()` closes the sources.
    */
   sources?: ToolSource[]
+  /**
+   * MCP servers whose tools join the toolkit, by name, as in an mcp.json's `mcpServers`: `{ command, args?,
+   * env?, cwd? }` to start a process, or `{ url, headers? }` to reach one over HTTP. createToolkit starts them
+   * (unless `lazy`) and fails naming the server and the field when one cannot start.
+   */
+  mcpServers?: McpServers
+  /** Where the toolkit's sources say what happens while it runs: an MCP server that went away, a lazy one that cannot start. */
+  logger?: Logger
   /**
    * Other A2A agents, each one tool: its card is read at createToolkit (a card that cannot be read fails
    * it), and a call sends the model's message and returns the agent's answer. See lib/tools/a2a-agents.ts.

@@ -1,0 +1,30 @@
+import { Ajv } from "ajv"
+import type { JsonObject } from "../../types.js"
+
+/** Compiles as the toolkit does (Ajv's default draft-07, strict off, no schema kept by its $id), to know beforehand whether the toolkit will take a schema. */
+const ajv = new Ajv({ allErrors: true, strict: false, addUsedSchema: false })
+
+/** A schema that takes any arguments object: the server still checks them. */
+const ANY_OBJECT: JsonObject = { type: "object" }
+
+/**
+ * An MCP tool's inputSchema as the toolkit can take it. `$schema` is dropped (servers write draft
+ * 2020-12's, which the toolkit's draft-07 Ajv would refuse to load; the keywords they use read the same),
+ * a schema without a type gets `type: "object"` (both model APIs want one), and a schema Ajv still
+ * cannot compile is replaced by one that takes any object, with `note` saying why, for the description.
+ */
+export function toolInputSchema(schema: unknown): { schema: JsonObject; note?: string } {
+  if (typeof schema !== "object" || schema === null || Array.isArray(schema)) {
+    return { schema: ANY_OBJECT, note: "the server gave no input schema object, so its arguments are not checked here" }
+  }
+  const { $schema: _dialect, ...rest } = schema as JsonObject
+  const usable: JsonObject = rest.type === undefined ? { type: "object", ...rest } : rest
+  try {
+    ajv.compile(usable)
+  } catch (err) {
+    return { schema: ANY_OBJECT, note: `its input schema could not be compiled (${(err as Error).message}), so its arguments are not checked here` }
+  } finally {
+    ajv.removeSchema(usable) // only a check: the toolkit compiles its own
+  }
+  return { schema: usable }
+}
