@@ -20,7 +20,14 @@ if (config === "help" || client === undefined) {
 // The server's modules load once the flags are read: a refused flag or --help answers at once, even on a busy machine.
 const [{ createToolkit }, { createLogger, logDestination }] = await Promise.all([import("../lib/tools/toolkit.js"), import("../plugins/serve.js")])
 const log = createLogger({}, await logDestination(config.logFormat))
-const toolkit = await createToolkit()
+let toolkit
+try {
+  toolkit = await createToolkit({ ...(config.a2aAgents && { a2aAgents: config.a2aAgents.map((url) => ({ url })) }) })
+} catch (err) {
+  // A tool source that cannot be reached (an agent's card) is the operator's to fix: say which, without a stack.
+  console.error(`toolnexus: ${(err as Error).message}`)
+  process.exit(1)
+}
 const agent = await toolkit.serve(`${config.host.includes(":") ? `[${config.host}]` : config.host}:${config.port}`, {
   client,
   a2a: {
@@ -46,6 +53,7 @@ log.info(
     store: withoutPassword(config.store),
     retention: config.retention?.terminalTtl ?? "off",
     model: client.model,
+    ...(config.a2aAgents && { a2aAgents: config.a2aAgents.map(withoutPassword) }),
     auth: config.tokens ? "tokens" : "none",
     ...(config.unownedTasksBelongTo && { unownedTasksBelongTo: config.unownedTasksBelongTo }),
     ...(config.timeouts && { timeouts: config.timeouts }),

@@ -14,7 +14,9 @@ import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import { NatsTaskStore } from "../lib/stores/nats.js"
 import { PostgresTaskStore } from "../lib/stores/postgres.js"
 import { resolveStore } from "../lib/stores/resolve.js"
-import { callRpc, CLI_BIN, modelServer, postRpc, ROOT, rpc, selfSignedCertificate, startCli, tmpDir, userMessage } from "./helpers.js"
+import { createLocalClient } from "../lib/client/client.js"
+import { serve } from "../plugins/serve.js"
+import { callRpc, CLI_BIN, closedPort, modelServer, openAIText, postRpc, ROOT, rpc, selfSignedCertificate, startCli, tmpDir, userMessage } from "./helpers.js"
 
 t.test("parseCli: defaults, env and flags", async (t) => {
   const retention = { terminalTtl: "30d" }
@@ -363,4 +365,46 @@ t.test("--log-format pretty writes pino-pretty lines, even when stdout is not a 
   t.equal(await exited, 0)
   t.ok(lines.some((line) => /^\[[\d:.]+\] INFO: stopping: letting running tasks finish$/.test(line)), "the line written just before exit is there, pretty")
   for (const line of lines) t.throws(() => JSON.parse(line), `not a JSON line: ${line.slice(0, 80)}`)
+})
+
+t.test("parseCli: --a2a-agent URL, repeated, or TOOLNEXUS_A2A_AGENTS comma-separated", async (t) => {
+  const flags = parseCli(["--a2a-agent", "http://127.0.0.1:1", "--a2a-agent", "https://agents.example/card.json"], { TOOLNEXUS_A2A_AGENTS: "http://ignored:1" })
+  t.same(flags !== "help" && flags.a2aAgents, ["http://127.0.0.1:1", "https://agents.example/card.json"], "flags win over the variable")
+  const fromEnv = parseCli([], { TOOLNEXUS_A2A_AGENTS: " http://a:1 , http://b:2/ ," })
+  t.same(fromEnv !== "help" && fromEnv.a2aAgents, ["http://a:1", "http://b:2/"])
+  const none = parseCli([], { TOOLNEXUS_A2A_AGENTS: "" })
+  t.equal(none !== "help" && none.a2aAgents, undefined, "no agents unless told")
+  t.throws(() => parseCli(["--a2a-agent", "agents.example"], {}), /--a2a-agent should be an A2A agent's http\(s\) base URL or its card's URL, got "agents\.example"/)
+  t.throws(() => parseCli([], { TOOLNEXUS_A2A_AGENTS: "http://a:1,ftp://b" }), /--a2a-agent should be .*got "ftp:\/\/b"/)
+})
+
+t.test("the toolnexus command with --a2a-agent: its model calls the other agent as a tool and reads the answer", async (t) => {
+  const other = await serve("127.0.0.1:0", {
+    client: createLocalClient(({ messages }) => `B answers: ${messages.filter((m) => m.role === "user").at(-1)?.content ?? ""}`),
+    a2a: { name: "helper desk", store: "memory" },
+    logger: false,
+  })
+  t.teardown(() => other.stop())
+  const toolCall = { id: "call-1", type: "function", function: { name: "helper_desk", arguments: JSON.stringify({ message: "hello B" }) } }
+  const model = await modelServer(t, [{ json: { choices: [{ message: { content: null, tool_calls: [toolCall] } }] } }, openAIText("relayed")])
+  const { url, lines } = await startCli(t, ["--port", "0", "--store", "memory", "--a2a-agent", other.url, "--base-url", model.url, "--model", "m"])
+  t.same(lines.find((l) => l.msg === "toolnexus agent listening")?.a2aAgents, [other.url], "the start line names the agents")
+
+  const res = await callRpc(url, rpc("SendMessage", { message: userMessage("ask B"), configuration: { blocking: true } }))
+  t.equal(res.result.status.state, "completed")
+  t.equal(res.result.artifacts[0].parts[0].text, "relayed")
+  const offered = (model.requests[0].body.tools as Array<{ function: { name: string } }>).map((tool) => tool.function.name)
+  t.ok(offered.includes("helper_desk"), `the model is offered the agent as a tool: ${offered.join(", ")}`)
+  const toolMessage = model.requests[1].body.messages.find((m) => m.role === "tool")
+  t.match(toolMessage?.content, /^B answers: hello B/, "the other agent's answer reaches the model's next turn")
+})
+
+t.test("the toolnexus command exits naming an --a2a-agent whose card cannot be read", async (t) => {
+  const refused = `http://127.0.0.1:${await closedPort()}`
+  const child = spawn(process.execPath, [CLI_BIN, "--port", "0", "--store", "memory", "--a2a-agent", refused], { cwd: ROOT })
+  let stderr = ""
+  child.stderr.on("data", (chunk) => (stderr += chunk))
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve))
+  t.equal(code, 1)
+  t.match(stderr, `toolnexus: opts.a2aAgents[0] (${refused}): GET ${refused}/.well-known/agent-card.json failed: ECONNREFUSED`)
 })
