@@ -64,7 +64,8 @@ const toolCallAnswer: Scripted = {
 async function tracedAgent(t: Test, script: Scripted[]) {
   const model = await modelServer(t, script)
   const toolkit = await createToolkit({
-    tools: [{ name: "add", description: "adds", inputSchema: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } } }, execute: ({ a, b }) => String(Number(a) + Number(b)) }],
+    builtins: false,
+    extraTools: [{ name: "add", description: "adds", inputSchema: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } } }, execute: ({ a, b }) => String(Number(a) + Number(b)) }],
   })
   const agent = await serve("127.0.0.1:0", {
     client: createClient({ baseUrl: model.url, style: "openai", model: "gpt-test" }),
@@ -120,6 +121,7 @@ t.test("JSON-RPC: the peer's span → the request → the Task's run → the mod
     t.equal(seen.headers.traceparent, `00-${peer.traceId}-${calls[i].spanContext().spanId}-01`, `model request ${i + 1} carried our traceparent`)
   })
 
+  t.match(model.requests[1].body.messages.at(-1), { role: "tool", content: "5", tool_call_id: "call_1" }, "the tool ran")
   const tool = only(t, spans, "execute_tool add")
   t.equal(parentOf(tool), run.spanContext().spanId, "the tool call is the run's child")
   t.match(tool.attributes, { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "add", "gen_ai.tool.call.id": "call_1" })

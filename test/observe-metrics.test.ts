@@ -1,0 +1,203 @@
+import { randomUUID } from "node:crypto"
+import t, { type Test } from "tap"
+import { createLocalClient, type ModelFunction } from "../lib/client/client.js"
+import { createToolkit } from "../lib/tools/toolkit.js"
+import { serve, type ServeOptions } from "../plugins/serve.js"
+import { localServer, rpc, waitFor } from "./helpers.js"
+
+/*
+ * Metrics as a Prometheus scraper sees them: exact counts after a known set of requests, behind the A2A
+ * routes' authentication, on an address of their own, and apart for two servers in one process.
+ */
+
+/** A scrape as a table: `name{label="value",...}` (labels sorted) → value. */
+function parseMetrics(text: string): Map<string, number> {
+  const samples = new Map<string, number>()
+  for (const line of text.split("\n")) {
+    if (line === "" || line.startsWith("#")) continue
+    const match = /^(\w+)(?:\{(.*)\})? (\S+)$/.exec(line)
+    if (!match) throw new Error(`not a sample line: ${line}`)
+    const labels = [...(match[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map(([, key, value]) => `${key}="${value}"`).sort()
+    samples.set(labels.length === 0 ? match[1] : `${match[1]}{${labels.join(",")}}`, Number(match[3]))
+  }
+  return samples
+}
+
+/** A sample's key, its labels sorted as parseMetrics sorts them. */
+const sample = (name: string, labels: Record<string, string> = {}) => {
+  const sorted = Object.entries(labels).map(([key, value]) => `${key}="${value}"`).sort()
+  return sorted.length === 0 ? name : `${name}{${sorted.join(",")}}`
+}
+
+async function scrape(url: string, headers: Record<string, string> = {}): Promise<Map<string, number>> {
+  const response = await fetch(url, { headers })
+  if (response.status !== 200) throw new Error(`scrape of ${url} answered ${response.status}: ${await response.text()}`)
+  return parseMetrics(await response.text())
+}
+
+/** The model: asks for `add` once, then answers, with the token counts the endpoint would report. */
+const addingModel: ModelFunction = ({ messages }) =>
+  messages.at(-1)?.role === "tool"
+    ? { text: `sum: ${messages.at(-1)!.content}`, usage: { inputTokens: 20, outputTokens: 4 } }
+    : { toolCalls: [{ name: "add", args: { a: 2, b: 3 } }], usage: { inputTokens: 10, outputTokens: 2 } }
+
+async function meteredAgent(t: Test, a2a: ServeOptions["a2a"] = {}) {
+  const toolkit = await createToolkit({
+    builtins: false,
+    extraTools: [{ name: "add", description: "adds", inputSchema: { type: "object" }, execute: ({ a, b }) => String(Number(a) + Number(b)) }],
+  })
+  const agent = await serve("127.0.0.1:0", { client: createLocalClient(addingModel, { model: "adder" }), toolkit, a2a: { store: "memory", metrics: true, ...a2a }, logger: false })
+  t.teardown(() => agent.stop())
+  return agent
+}
+
+const send10 = (text: string) => rpc("SendMessage", { message: { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text }] } })
+
+async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<any> {
+  const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json", "a2a-version": "1.0", ...headers }, body: JSON.stringify(body) })
+  return response.json()
+}
+
+t.test("after a known set of requests, /metrics counts each by method, binding and outcome, with the Tasks, model, tool and store behind them", async (t) => {
+  const agent = await meteredAgent(t)
+  const first = await post(agent.url, send10("add"))
+  await post(agent.url, send10("add again"))
+  const taskId: string = first.result.task.id
+  await post(agent.url, rpc("GetTask", { id: taskId }))
+  await post(agent.url, rpc("GetTask", { id: "no-such-task" }))
+  const rest = await fetch(`${agent.url}/tasks/${taskId}`, { headers: { "a2a-version": "1.0" } })
+  t.equal(rest.status, 200)
+
+  const metrics = await scrape(`${agent.url}/metrics`)
+  const requests = "toolnexus_a2a_requests_total"
+  t.equal(metrics.get(sample(requests, { method: "SendMessage", binding: "jsonrpc", outcome: "ok" })), 2)
+  t.equal(metrics.get(sample(requests, { method: "GetTask", binding: "jsonrpc", outcome: "ok" })), 1)
+  t.equal(metrics.get(sample(requests, { method: "GetTask", binding: "jsonrpc", outcome: "TASK_NOT_FOUND" })), 1)
+  t.equal(metrics.get(sample(requests, { method: "GetTask", binding: "rest", outcome: "ok" })), 1)
+  t.equal([...metrics.keys()].filter((key) => key.startsWith(`${requests}{`)).length, 4, "no other request series")
+  t.equal(metrics.get(sample("toolnexus_a2a_request_duration_seconds_count", { method: "SendMessage", binding: "jsonrpc" })), 2)
+  t.equal(metrics.get(sample("toolnexus_a2a_request_duration_seconds_count", { method: "GetTask", binding: "jsonrpc" })), 2)
+
+  for (const state of ["submitted", "working", "completed"]) t.equal(metrics.get(sample("toolnexus_task_transitions_total", { state })), 2, `two Tasks ${state}`)
+  t.equal(metrics.get("toolnexus_tasks_running"), 0)
+  t.equal(metrics.get("toolnexus_tasks_queued"), 0)
+  t.equal(metrics.get("toolnexus_a2a_open_streams"), 0)
+
+  t.equal(metrics.get(sample("toolnexus_model_call_duration_seconds_count", { model: "adder", outcome: "ok" })), 4, "two turns per Task")
+  t.equal(metrics.get(sample("toolnexus_model_tokens_total", { model: "adder", type: "input" })), 60)
+  t.equal(metrics.get(sample("toolnexus_model_tokens_total", { model: "adder", type: "output" })), 12)
+  t.equal(metrics.get(sample("toolnexus_tool_calls_total", { tool: "add", outcome: "ok" })), 2)
+  t.equal(metrics.get(sample("toolnexus_tool_call_duration_seconds_count", { tool: "add" })), 2)
+
+  // Each Task: submitted, working and completed saved once; the GetTasks read it.
+  t.equal(metrics.get(sample("toolnexus_store_operation_duration_seconds_count", { store: "memory", operation: "save", outcome: "ok" })), 6)
+  t.ok((metrics.get(sample("toolnexus_store_operation_duration_seconds_count", { store: "memory", operation: "get", outcome: "ok" })) ?? 0) >= 3, "the reads are timed")
+  t.notOk([...metrics.keys()].some((key) => key.includes(taskId)), "no Task id in any label")
+})
+
+t.test("a streamed answer in flight shows as an open stream and a running Task", async (t) => {
+  let release!: () => void
+  const held = new Promise<void>((resolve) => (release = resolve))
+  const client = createLocalClient(({ messages }) => {
+    if (messages.at(-1)?.role === "tool") return "done"
+    return (async function* () {
+      yield "thinking"
+      await held
+    })()
+  })
+  const agent = await serve("127.0.0.1:0", { client, a2a: { store: "memory", metrics: true }, logger: false })
+  t.teardown(() => agent.stop())
+  const response = await fetch(agent.url, {
+    method: "POST",
+    headers: { "content-type": "application/json", "a2a-version": "1.0" },
+    body: JSON.stringify(rpc("SendStreamingMessage", { message: { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text: "go" }] } })),
+  })
+  const reader = response.body!.getReader()
+  await reader.read()
+  await waitFor(async () => (await scrape(`${agent.url}/metrics`)).get("toolnexus_tasks_running") === 1, 5000, "the Task to run")
+  const during = await scrape(`${agent.url}/metrics`)
+  t.equal(during.get("toolnexus_a2a_open_streams"), 1)
+  t.equal(during.get(sample("toolnexus_a2a_requests_total", { method: "SendStreamingMessage", binding: "jsonrpc", outcome: "ok" })), 1, "a stream is counted once it answers")
+  t.equal(during.get(sample("toolnexus_model_time_to_first_token_seconds_count", { model: "local" })), 1, "its first token came")
+  release()
+  while (!(await reader.read()).done);
+  await waitFor(async () => (await scrape(`${agent.url}/metrics`)).get("toolnexus_a2a_open_streams") === 0, 5000, "the stream to close")
+  t.equal((await scrape(`${agent.url}/metrics`)).get("toolnexus_tasks_running"), 0)
+})
+
+t.test("a tool the toolkit lacks is counted as unknown: a model cannot make label values up", async (t) => {
+  const toolkit = await createToolkit({ builtins: false })
+  const client = createLocalClient(({ messages }) => (messages.at(-1)?.role === "tool" ? "gave up" : { toolCalls: [{ name: `invented-${randomUUID()}`, args: {} }] }))
+  const agent = await serve("127.0.0.1:0", { client, toolkit, a2a: { store: "memory", metrics: true }, logger: false })
+  t.teardown(() => agent.stop())
+  await post(agent.url, send10("call something"))
+  const metrics = await scrape(`${agent.url}/metrics`)
+  t.equal(metrics.get(sample("toolnexus_tool_calls_total", { tool: "unknown", outcome: "error" })), 1)
+  t.notOk([...metrics.keys()].some((key) => key.includes("invented-")), "the invented name is in no label")
+})
+
+t.test("behind auth, /metrics needs the token the A2A routes need", async (t) => {
+  const agent = await meteredAgent(t, { auth: { tokens: { "ops-secret-0123456789": "ops" } } })
+  const refused = await fetch(`${agent.url}/metrics`)
+  t.equal(refused.status, 401)
+  t.notMatch(await refused.text(), /toolnexus_/, "no metric leaks in the refusal")
+  const metrics = await scrape(`${agent.url}/metrics`, { authorization: "Bearer ops-secret-0123456789" })
+  t.ok(metrics.has("toolnexus_tasks_running"))
+})
+
+t.test("metrics: { listen } serves them on an address of their own, and not on the agent's", async (t) => {
+  const agent = await meteredAgent(t, { metrics: { listen: "127.0.0.1:0" } })
+  const address = agent.app.toolnexusMetrics.address
+  t.match(address, /^127\.0\.0\.1:\d+$/)
+  await post(agent.url, send10("add"))
+  const metrics = await scrape(`http://${address}/metrics`)
+  t.equal(metrics.get(sample("toolnexus_a2a_requests_total", { method: "SendMessage", binding: "jsonrpc", outcome: "ok" })), 1)
+  t.equal((await fetch(`${agent.url}/metrics`)).status, 404, "the agent's address has no metrics route")
+  const elsewhere = await fetch(`http://${address}/other`)
+  t.equal(elsewhere.status, 404)
+  t.match(await elsewhere.text(), /metrics are at GET \/metrics/)
+  t.equal(agent.app.toolnexusMetrics.registry.constructor.name, "Registry")
+  await agent.stop()
+  await t.rejects(fetch(`http://${address}/metrics`), "closed with the agent")
+})
+
+t.test("two servers in one process count apart, each in its own registry", async (t) => {
+  const one = await meteredAgent(t)
+  const two = await meteredAgent(t)
+  await post(one.url, send10("add"))
+  const ofOne = await scrape(`${one.url}/metrics`)
+  const ofTwo = await scrape(`${two.url}/metrics`)
+  const sends = sample("toolnexus_a2a_requests_total", { method: "SendMessage", binding: "jsonrpc", outcome: "ok" })
+  t.equal(ofOne.get(sends), 1)
+  t.equal(ofTwo.get(sends), undefined, "the other server saw no send")
+})
+
+t.test("push notifications: sent, retried and the oldest pending one's age", async (t) => {
+  let answers = 0
+  const webhook = await localServer(t, (req, res) => {
+    req.resume()
+    // The first notification is refused once (503), then every one is taken.
+    req.on("end", () => res.writeHead(answers++ === 0 ? 503 : 200, { "retry-after": "0" }).end())
+  })
+  const agent = await meteredAgent(t, { push: { allow: ["127.0.0.1"], retryBaseMs: 1 } })
+  const url = `${agent.url}/metrics`
+  const before = await scrape(url)
+  t.equal(before.get("toolnexus_push_oldest_pending_age_seconds"), 0, "the memory store tells the age; nothing pending yet")
+  await post(agent.url, {
+    ...send10("add"),
+    params: { message: { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text: "add" }] }, configuration: { taskPushNotificationConfig: { url: `${webhook}/hook` } } },
+  })
+  // submitted, working, the answer's artifact, completed: four notifications, the first one twice.
+  await waitFor(async () => (await scrape(url)).get(sample("toolnexus_push_notifications_total", { outcome: "sent" })) === 4, 10_000, "four notifications sent")
+  const after = await scrape(url)
+  t.equal(after.get(sample("toolnexus_push_notifications_total", { outcome: "retried" })), 1)
+  t.equal(after.get(sample("toolnexus_push_notifications_total", { outcome: "dead_lettered" })), undefined)
+  t.equal(answers, 5, "the webhook got five POSTs")
+  t.equal(after.get("toolnexus_push_oldest_pending_age_seconds"), 0, "nothing pending once all went")
+})
+
+t.test("a bad metrics option is refused at registration, naming it", async (t) => {
+  const client = createLocalClient(() => "x")
+  await t.rejects(serve("127.0.0.1:0", { client, a2a: { metrics: { listen: "nowhere" } }, logger: false }), { message: /opts\.metrics should be true .* \{ listen: "HOST:PORT" \}/ })
+  await t.rejects(serve("127.0.0.1:0", { client, a2a: { metrics: "yes" as never }, logger: false }), { message: /opts\.metrics should be/ })
+})
