@@ -337,8 +337,12 @@ function renderComposeContext() {
   if (!task) return
   const asks = task.status?.state === "TASK_STATE_INPUT_REQUIRED"
   $("compose-context-text").textContent = asks ? "Answer this Task (it asks for input)" : "In this Task's context (the agent sees its conversation)"
-  if (asks && label.dataset.for !== task.id) $("compose-context").checked = true
+  // Another Task shown starts unticked; a question asked (now, or when it is shown) ticks it, once: the reader may untick it.
+  const asked = asks ? "yes" : "no"
+  if (label.dataset.for !== task.id) $("compose-context").checked = asks
+  else if (asks && label.dataset.asked !== asked) $("compose-context").checked = true
   label.dataset.for = task.id
+  label.dataset.asked = asked
 }
 
 /** A UUID for the message: crypto.randomUUID exists only on https or localhost pages, getRandomValues everywhere. */
