@@ -21,7 +21,7 @@ export async function* readEvents(body) {
       buffer += value
       // A CR at the end may be the first half of a CRLF: it waits for the next chunk.
       const lines = buffer.split(/\r\n|\n|\r(?!$)/)
-      buffer = lines.pop() ?? ""
+      buffer = lines.pop() // split gives at least one piece: the unfinished line
       for (const line of lines) {
         if (line === "") {
           if (data.length > 0) yield { id: lastId, event: event || "message", data: data.join("\n") }

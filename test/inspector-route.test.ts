@@ -227,7 +227,7 @@ async function eventsOf(chunks: string[]) {
   return out
 }
 
-t.test("the page's SSE reader: ids, names, multi-line data, comments, and every line ending, across chunk edges", async (t) => {
+t.test("the page's SSE reader: ids, names, multi-line data, comments, bare field names, other fields, and every line ending, across chunk edges", async (t) => {
   const events = await eventsOf([
     ": keep-alive\n\n",
     "id: 1\ndata: {\"a\":",
@@ -235,6 +235,7 @@ t.test("the page's SSE reader: ids, names, multi-line data, comments, and every 
     "\nevent: error\r\ndata: line one\r\ndata: line two\r\n\r\n",
     "data:no space\r\rdata: x\n",
     "\n",
+    "id: bad\u0000id\ndata\nretry: 10\ndata\n\n",
     "id: 3\ndata: cut off at the end",
   ])
   t.same(events, [
@@ -242,6 +243,7 @@ t.test("the page's SSE reader: ids, names, multi-line data, comments, and every 
     { id: "2", event: "error", data: "line one\nline two" },
     { id: "2", event: "message", data: "no space" },
     { id: "2", event: "message", data: "x" },
+    { id: "2", event: "message", data: "\n" },
   ])
 })
 
