@@ -40,6 +40,7 @@ const agent = await toolkit.serve(`${config.host.includes(":") ? `[${config.host
     ...(config.push && { push: config.push }),
     ...(config.cardSigning && { cardSigning: config.cardSigning }),
     ...(config.inspector && { inspector: true }),
+    ...(config.metrics && { metrics: config.metrics }),
   },
   timeouts: config.timeouts,
   ...(config.https && { https: config.https }),
@@ -60,6 +61,7 @@ log.info(
     ...config.streams,
     ...(config.push && { pushAllow: config.push.allow, pushSigned: config.push.signingKey !== undefined }),
     ...(config.inspector && { inspector: `${agent.url}/inspector/` }),
+    ...(config.metrics && { metrics: `${agent.app.toolnexusMetrics.address ? `http://${agent.app.toolnexusMetrics.address}` : agent.url}/metrics` }),
   },
   "toolnexus agent listening",
 )

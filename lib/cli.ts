@@ -4,6 +4,7 @@ import { parseArgs } from "node:util"
 import { createClient, createLocalClient, type Client, type ClientOptions } from "./client/client.js"
 import { MAX_TIMER_MS, parseDuration } from "./duration.js"
 import { splitAddress } from "./grpc/address.js"
+import { splitHostPort } from "./host-port.js"
 import { allowList } from "./push/guard.js"
 import type { PushOptions } from "./push/options.js"
 import { readSigningKey } from "./signing-key.js"
@@ -45,6 +46,8 @@ interface CliConfig {
   a2aAgents?: string[]
   /** Serve the task inspector page at /inspector/; absent, not served. */
   inspector?: true
+  /** Prometheus metrics, as the plugin's `metrics` option: at /metrics, or on an address of their own; absent, off. */
+  metrics?: true | { listen: string }
   logFormat: LogFormat
 }
 
@@ -78,6 +81,11 @@ Serves an A2A agent over JSON-RPC. Flags win over environment variables.
                        JSON lines otherwise)
   --inspector          serve the task inspector, a page to read Tasks and talk to the agent, at
                        /inspector/ (TOOLNEXUS_INSPECTOR=1; default off)
+  --metrics            serve Prometheus metrics at /metrics, behind TOOLNEXUS_TOKENS when set
+                       (TOOLNEXUS_METRICS=1; default off)
+  --metrics-listen HOST:PORT
+                       serve the metrics on this address of their own instead, without
+                       authentication: bind it where only your scraper reaches (TOOLNEXUS_METRICS_LISTEN)
 
 Limits (durations in ms, or with a unit: "30s", "2m", "500ms"):
   --request-timeout D  a whole request, headers and body, must arrive within D or gets 408
@@ -161,6 +169,8 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
       "push-max-attempts": { type: "string" },
       "a2a-agent": { type: "string", multiple: true },
       inspector: { type: "boolean" },
+      metrics: { type: "boolean" },
+      "metrics-listen": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -253,6 +263,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     ...(grpc !== undefined ? { grpc } : {}),
     ...(a2aAgents.length > 0 ? { a2aAgents } : {}),
     ...(values.inspector || switchVariable("TOOLNEXUS_INSPECTOR", env.TOOLNEXUS_INSPECTOR) ? { inspector: true as const } : {}),
+    ...metricsFlags(values.metrics, setting("metrics-listen"), env),
     logFormat,
   }
 }
@@ -324,6 +335,15 @@ function countFlag(flag: string, text: string | undefined): number | undefined {
   const count = Number(text)
   if (!/^\s*\d+\s*$/.test(text) || !Number.isSafeInteger(count) || count < 1) throw new Error(`--${flag} should be a whole number of 1 or more, got ${JSON.stringify(text)}`)
   return count
+}
+
+/** --metrics (TOOLNEXUS_METRICS) and --metrics-listen (TOOLNEXUS_METRICS_LISTEN), which turns them on at its address. Throws naming the flag. */
+function metricsFlags(flag: boolean | undefined, listen: string | undefined, env: NodeJS.ProcessEnv): { metrics?: true | { listen: string } } {
+  if (listen !== undefined) {
+    if (splitHostPort(listen) === undefined) throw new Error(`--metrics-listen should be HOST:PORT with a port 0-65535, e.g. 127.0.0.1:9464, got ${JSON.stringify(listen)}`)
+    return { metrics: { listen } }
+  }
+  return flag || switchVariable("TOOLNEXUS_METRICS", env.TOOLNEXUS_METRICS) ? { metrics: true } : {}
 }
 
 /** An on/off environment variable: 1 or true is on; 0, false or empty is off; anything else is refused, naming it. */
