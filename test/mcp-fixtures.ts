@@ -80,13 +80,13 @@ export async function httpMcpServer(t: Test, { sse = false } = {}): Promise<Http
     })
     async function handle(req: IncomingMessage) {
       if (sse) {
-        if (req.method === "GET") {
+        if (req.method === "GET" && req.url === "/mcp") {
           const transport = new SSEServerTransport("/messages", res)
           older.set(transport.sessionId, transport)
           return newServer().connect(transport)
         }
         const transport = older.get(session ?? "")
-        if (!req.url?.startsWith("/messages") || !transport) return void res.writeHead(405).end("this server speaks HTTP+SSE only")
+        if (!req.url?.startsWith("/messages") || !transport) return void res.writeHead(req.method === "POST" ? 405 : 404).end("this server speaks HTTP+SSE only")
         return transport.handlePostMessage(req, res)
       }
       let transport = session ? streamable.get(session) : undefined

@@ -4,7 +4,7 @@ import { errorFields, type Logger } from "../../log.js"
 import type { JsonObject } from "../../types.js"
 import { startTimeoutMs, type McpServerSettings } from "./config.js"
 import { resultText } from "./results.js"
-import { openServer, type OpenedServer } from "./transport.js"
+import { openServer, withStatus, type OpenedServer } from "./transport.js"
 
 export type { McpTool }
 
@@ -65,7 +65,7 @@ export class McpConnection {
         throw new Error(`MCP server ${JSON.stringify(name)} did not answer within ${callTimeoutMs} ms (callTimeoutMs); the call was canceled and the server is restarted at the next call`, { cause: err })
       }
       const said = server.stderr()
-      throw new Error(`MCP server ${JSON.stringify(name)} went away during the call (${(err as Error).message})${said ? `; it wrote: ${said}` : ""}; it is restarted at the next call`, { cause: err })
+      throw new Error(`MCP server ${JSON.stringify(name)} went away during the call (${withStatus(err as Error)})${said ? `; it wrote: ${said}` : ""}; it is restarted at the next call`, { cause: err })
     }
     return resultText(result, tool)
   }

@@ -1,6 +1,6 @@
 import { stat } from "node:fs/promises"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js"
+import { SSEClientTransport, SseError } from "@modelcontextprotocol/sdk/client/sse.js"
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
@@ -79,7 +79,7 @@ async function openHttp(settings: Extract<McpServerSettings, { transport: "http"
   const requestInit = { headers }
   const transport = kind === "http" ? new StreamableHTTPClientTransport(url, { requestInit }) : new SSEClientTransport(url, { requestInit })
   const client = await connect(transport, settings, events, signal, (err) => {
-    const reason = err.cause instanceof Error ? `${err.message} (${(err.cause as NodeJS.ErrnoException).code ?? err.cause.message})` : err.message
+    const reason = err.cause instanceof Error ? `${err.message} (${(err.cause as NodeJS.ErrnoException).code ?? err.cause.message})` : withStatus(err)
     return `${fieldOf(name, "url")} ${withoutPassword(url.href)} did not answer as an MCP server over ${kind === "http" ? "streamable HTTP" : "HTTP+SSE"}: ${reason}`
   })
   return {
@@ -95,6 +95,12 @@ async function openHttp(settings: Extract<McpServerSettings, { transport: "http"
       await client.close()
     },
   }
+}
+
+/** An HTTP transport's error with the status the server answered, when there was one. */
+export function withStatus(err: Error): string {
+  const status = err instanceof StreamableHTTPError || err instanceof SseError ? err.code : undefined
+  return status !== undefined && status > 0 ? `HTTP ${status}: ${err.message}` : err.message
 }
 
 /** Connects a fresh client over `transport`; on failure, closes it and throws `explain(err)` with the SDK's error as the cause. */
