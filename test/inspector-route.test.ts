@@ -123,6 +123,21 @@ t.test("unknown files and paths out of the folder are 404, whatever their spelli
   }
 })
 
+t.test("a tenant named inspector still reaches its A2A routes: only the page's own files are taken", async (t) => {
+  const app = await a2aApp(t, { client, inspector: true })
+  const V1 = { "a2a-version": "1.0", "content-type": "application/json" }
+  const sent = await app.inject({ method: "POST", url: "/inspector/message:send", headers: V1, payload: { message: { messageId: "m-1", role: "ROLE_USER", parts: [{ text: "hi" }] } } })
+  t.equal(sent.statusCode, 200)
+  const listed = await app.inject({ url: "/inspector/tasks", headers: V1 })
+  t.equal(listed.statusCode, 200)
+  t.same(
+    listed.json().tasks.map((task: { id: string }) => task.id),
+    [sent.json().task.id],
+    "tenant inspector's Task",
+  )
+  t.same((await app.inject({ url: "/tasks", headers: V1 })).json().tasks, [], "and no other tenant's")
+})
+
 t.test("with auth on, the page is public and the data behind it is not", async (t) => {
   const app = await a2aApp(t, { client, inspector: true, auth: { tokens: { [ALICE]: "alice" } } })
   t.equal((await app.inject("/inspector/")).statusCode, 200, "the page holds no data")
