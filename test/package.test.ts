@@ -42,6 +42,8 @@ const relative = (file: string) => file.replace(/^\.\//, "")
 t.test("npm pack ships the types, the bin, README and LICENSE, and no tests, bench or example sources", async (t) => {
   const packed = new Set((await npmPack("--dry-run")).files.map((file) => file.path))
   for (const file of ["package.json", "README.md", "LICENSE", relative(manifest.main), relative(manifest.types)]) t.ok(packed.has(file), `${file} is packed`)
+  const page = fs.readdirSync(path.join(root, "inspector")).map((name) => `inspector/${name}`)
+  t.same(page.filter((file) => !packed.has(file)), [], "the task inspector's page is packed, every file of it")
   for (const [subpath, target] of Object.entries(manifest.exports)) {
     if (typeof target === "string") continue
     t.ok(packed.has(relative(target.types)), `${subpath}: its types ${target.types} are packed`)
@@ -120,8 +122,9 @@ const task: A2ATask = { id: "t-1", contextId: "c-1", kind: "task", status: { sta
 await store.save(task)
 const toolkit: Toolkit = await createToolkit({ builtins: false })
 const app = Fastify()
-await app.register(toolnexusA2A, { client: createLocalClient(() => "hi"), toolkit, store, name: "consumer" })
+await app.register(toolnexusA2A, { client: createLocalClient(() => "hi"), toolkit, store, name: "consumer", inspector: true })
 const card = (await app.inject({ url: "/.well-known/agent-card.json" })).json() as { name: string }
+const page = await app.inject({ url: "/inspector/inspector.js" })
 await app.close()
 const options: ServeOptions = { client: createLocalClient(() => "hi"), logger: false }
 console.log(JSON.stringify({
@@ -130,6 +133,7 @@ console.log(JSON.stringify({
   taskStore: app.taskStore === store,
   stores: [FileTaskStore, NatsTaskStore, PostgresTaskStore, resolveStore, serve].map((f) => typeof f),
   options: typeof options.client.run,
+  inspector: [page.statusCode, page.headers["content-type"]],
 }))
 `,
   )
@@ -152,7 +156,7 @@ console.log(JSON.stringify([root.toolnexusA2A, stores.FileTaskStore, client.crea
 
   // tsc writes the JavaScript even when it reports type errors: the program runs either way.
   const esm = await run(process.execPath, ["out/consumer.js"], { cwd: project })
-  t.same(JSON.parse(esm.stdout), { saved: "t-1", card: "consumer", taskStore: true, stores: ["function", "function", "function", "function", "function"], options: "function" })
+  t.same(JSON.parse(esm.stdout), { saved: "t-1", card: "consumer", taskStore: true, stores: ["function", "function", "function", "function", "function"], options: "function", inspector: [200, "text/javascript; charset=utf-8"] }, "the installed package serves the inspector's files from its own folder")
   const cjs = await run(process.execPath, ["consumer.cjs"], { cwd: project })
   t.same(JSON.parse(cjs.stdout), ["function", "function", "function", "function"], 'require("toolnexus") and each subpath work from CommonJS')
 })
