@@ -152,3 +152,51 @@ t.test("the calculator evaluates arithmetic and nothing else", async (t) => {
   t.match(await calculate("1 +"), { output: /Unexpected end/, isError: true })
   t.match(await calculate("(".repeat(200) + "1" + ")".repeat(200)), { output: /nested too deeply/, isError: true })
 })
+
+/** A ToolSource the test drives: `set` changes its tools and tells the toolkit; `closed` counts close() calls. */
+function drivenSource(name: string, first: Tool[]) {
+  let tools = first
+  let listener: (() => void) | undefined
+  const source = {
+    name,
+    closed: 0,
+    tools: () => tools,
+    onChange: (l: () => void) => void (listener = l),
+    close: async () => void source.closed++,
+    set(next: Tool[]) {
+      tools = next
+      listener?.()
+    },
+  }
+  return source
+}
+
+t.test("sources: a source's tools follow its changes; a repeated name after a change is left out, the rest kept", async (t) => {
+  const source = drivenSource("remote", [{ ...add, name: "remote_add" }])
+  const tk = await createToolkit({ builtins: false, extraTools: [add], sources: [source] })
+  t.same(tk.tools().map((tool) => tool.name), ["add", "remote_add"], "the source's tools after the toolkit's own")
+  source.set([{ ...add, name: "remote_sub" }, { ...add, name: "remote_mul" }])
+  t.same(tk.tools().map((tool) => tool.name), ["add", "remote_sub", "remote_mul"], "listed again on the change")
+  t.equal(tk.get("remote_add"), undefined)
+  t.match(await tk.execute("remote_add", { a: 1, b: 2 }), { output: /^Unknown tool "remote_add"/, isError: true })
+  t.same(await tk.execute("remote_mul", { a: 1, b: 2 }), { output: "3", isError: false })
+  source.set([{ ...add }, { ...add, name: "remote_mul" }, { ...add, name: "bad name" }])
+  t.same(tk.tools().map((tool) => tool.name), ["add", "remote_mul"], "a name the toolkit already has, and an invalid one, are left out; the toolkit's own add stays")
+  t.same(await tk.execute("add", { a: 2, b: 2 }), { output: "4", isError: false })
+  await tk.close()
+  t.equal(source.closed, 1, "close() closes the source")
+  await tk.close()
+  t.equal(source.closed, 1, "once")
+})
+
+t.test("sources: a createToolkit that fails closes the sources it was handed", async (t) => {
+  const clash = drivenSource("clash", [{ ...add }])
+  await t.rejects(createToolkit({ builtins: false, extraTools: [add], sources: [clash] }), { message: 'Tool name "add" from clash is used twice; tool names must be unique' })
+  t.equal(clash.closed, 1, "a repeated name at the first listing")
+  const bystander = drivenSource("bystander", [])
+  await t.rejects(createToolkit({ builtins: ["shell"], sources: [bystander] }), /Unknown builtin tool "shell"/)
+  t.equal(bystander.closed, 1, "a bad option of the toolkit's own")
+  const other = drivenSource("other", [])
+  await t.rejects(createToolkit({ sources: [other], mcpServers: { files: { command: "toolnexus-no-such-command" } } }), /mcpServers\.files\.command/)
+  t.equal(other.closed, 1, "a source the toolkit opens that fails")
+})

@@ -17,26 +17,19 @@ export function provideToolkitServer(serve: ToolkitServer): void {
 }
 
 export async function createToolkit(opts: ToolkitOptions = {}): Promise<Toolkit> {
-  const chosen = chooseBuiltins(opts.builtins ?? true)
-  const own = [...chosen, ...(opts.extraTools ?? [])]
   const sources = [...(opts.sources ?? [])]
-  if (opts.a2aAgents !== undefined) {
-    try {
-      sources.push(...(await openA2AAgents(opts.a2aAgents)))
-    } catch (err) {
-      await Promise.allSettled(sources.map((source) => source.close()))
-      throw err
-    }
-  }
-  if (opts.mcpServers !== undefined) {
-    try {
+  let own: Tool[]
+  try {
+    own = [...chooseBuiltins(opts.builtins ?? true), ...(opts.extraTools ?? [])]
+    if (opts.a2aAgents !== undefined) sources.push(...(await openA2AAgents(opts.a2aAgents)))
+    if (opts.mcpServers !== undefined) {
       // Loaded here only: a program without MCP servers never loads the MCP SDK.
       const { openMcpServers } = await import("./mcp/open.js")
       sources.push(...(await openMcpServers(opts.mcpServers, opts.logger)))
-    } catch (err) {
-      await Promise.allSettled(sources.map((source) => source.close()))
-      throw err
     }
+  } catch (err) {
+    await closeSources(sources)
+    throw err
   }
   // addUsedSchema off: two schemas with one $id (two servers' tools, or one tool listed again after a change) must not clash.
   const ajv = new Ajv({ allErrors: true, strict: false, addUsedSchema: false })
@@ -82,8 +75,7 @@ export async function createToolkit(opts: ToolkitOptions = {}): Promise<Toolkit>
   try {
     list(true)
   } catch (err) {
-    // The toolkit was to own the sources: none is left running when it cannot be made.
-    await Promise.allSettled(sources.map((source) => source.close()))
+    await closeSources(sources)
     throw err
   }
   for (const source of sources) source.onChange?.(() => list(false))
@@ -123,6 +115,11 @@ export async function createToolkit(opts: ToolkitOptions = {}): Promise<Toolkit>
     },
   }
   return toolkit
+}
+
+/** The toolkit was to own the sources: when it cannot be made, none is left running. */
+async function closeSources(sources: readonly ToolSource[]): Promise<void> {
+  await Promise.allSettled(sources.map((source) => source.close()))
 }
 
 function chooseBuiltins(choice: boolean | string[]): Tool[] {
