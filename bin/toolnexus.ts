@@ -22,7 +22,10 @@ const [{ createToolkit }, { createLogger, logDestination }] = await Promise.all(
 const log = createLogger({}, await logDestination(config.logFormat))
 let toolkit
 try {
-  toolkit = await createToolkit({ ...(config.a2aAgents && { a2aAgents: config.a2aAgents.map((url) => ({ url })) }) })
+  toolkit = await createToolkit({
+    ...(config.a2aAgents && { a2aAgents: config.a2aAgents.map((url) => ({ url })) }),
+    ...(config.mcpServers && { mcpServers: config.mcpServers, logger: log }),
+  })
 } catch (err) {
   // A tool source that cannot be reached (an agent's card) is the operator's to fix: say which, without a stack.
   console.error(`toolnexus: ${(err as Error).message}`)
@@ -55,6 +58,7 @@ log.info(
     retention: config.retention?.terminalTtl ?? "off",
     model: client.model,
     ...(config.a2aAgents && { a2aAgents: config.a2aAgents.map(withoutPassword) }),
+    ...(config.mcpServers && { mcpServers: Object.keys(config.mcpServers), tools: toolkit.tools().length }),
     auth: config.tokens ? "tokens" : "none",
     ...(config.unownedTasksBelongTo && { unownedTasksBelongTo: config.unownedTasksBelongTo }),
     ...(config.timeouts && { timeouts: config.timeouts }),

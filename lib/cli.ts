@@ -8,6 +8,7 @@ import { splitHostPort } from "./host-port.js"
 import { allowList } from "./push/guard.js"
 import type { PushOptions } from "./push/options.js"
 import { readSigningKey } from "./signing-key.js"
+import { checkMcpServers, type McpServers } from "./tools/mcp/config.js"
 import type { RetentionOptions } from "./stores/retention.js"
 import { isHttpUrl, isPlainHttpUrl, withoutPassword } from "./url-credentials.js"
 
@@ -44,6 +45,8 @@ interface CliConfig {
   grpc?: string
   /** Other A2A agents the model may call as tools, by URL (base or card URL); absent, none. */
   a2aAgents?: string[]
+  /** MCP servers whose tools the model may call: the `mcpServers` of the --mcp-config file, checked; absent, none. */
+  mcpServers?: McpServers
   /** Serve the task inspector page at /inspector/; absent, not served. */
   inspector?: true
   /** Prometheus metrics, as the plugin's `metrics` option: at /metrics, or on an address of their own; absent, off. */
@@ -77,6 +80,9 @@ Serves an A2A agent over JSON-RPC. Flags win over environment variables.
   --model MODEL        model name (TOOLNEXUS_MODEL)
   --a2a-agent URL      another A2A agent the model may call as a tool: its base URL or its card's
                        URL; repeat for more (TOOLNEXUS_A2A_AGENTS, comma-separated; default none)
+  --mcp-config FILE    an mcp.json: the MCP servers in its "mcpServers" object, by name, each
+                       { "command", "args", "env", "cwd" } or { "url", "headers" }; their tools
+                       join the agent's (TOOLNEXUS_MCP_CONFIG; default none)
   --log-format FORMAT  "pretty" or "json" (TOOLNEXUS_LOG_FORMAT; default pretty on a terminal,
                        JSON lines otherwise)
   --inspector          serve the task inspector, a page to read Tasks and talk to the agent, at
@@ -168,6 +174,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
       "push-max-age": { type: "string" },
       "push-max-attempts": { type: "string" },
       "a2a-agent": { type: "string", multiple: true },
+      "mcp-config": { type: "string" },
       inspector: { type: "boolean" },
       metrics: { type: "boolean" },
       "metrics-listen": { type: "string" },
@@ -236,6 +243,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     maxAttempts: countFlag("push-max-attempts", setting("push-max-attempts")),
   })
   const a2aAgents = a2aAgentUrls(values["a2a-agent"], env.TOOLNEXUS_A2A_AGENTS)
+  const mcpServers = mcpConfigFile(setting("mcp-config"))
   const https = tlsFiles(setting("tls-cert"), setting("tls-key"))
   const grpc = setting("grpc")
   if (grpc !== undefined) {
@@ -262,6 +270,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     ...(https ? { https } : {}),
     ...(grpc !== undefined ? { grpc } : {}),
     ...(a2aAgents.length > 0 ? { a2aAgents } : {}),
+    ...(mcpServers ? { mcpServers } : {}),
     ...(values.inspector || switchVariable("TOOLNEXUS_INSPECTOR", env.TOOLNEXUS_INSPECTOR) ? { inspector: true as const } : {}),
     ...metricsFlags(values.metrics, setting("metrics-listen"), env),
     logFormat,
@@ -361,6 +370,26 @@ function a2aAgentUrls(flags: string[] | undefined, variable: string | undefined)
     if (!isHttpUrl(url)) throw new Error(`--a2a-agent should be an A2A agent's http(s) base URL or its card's URL, got ${JSON.stringify(withoutPassword(url))}`)
   }
   return urls
+}
+
+/** --mcp-config FILE: the `mcpServers` object of an mcp.json, checked as createToolkit checks it. Throws naming the flag and the file. */
+function mcpConfigFile(file: string | undefined): McpServers | undefined {
+  if (file === undefined) return undefined
+  const text = readFlagFile("mcp-config", file)
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(text)
+  } catch (err) {
+    throw new Error(`--mcp-config ${JSON.stringify(file)} is not JSON: ${(err as Error).message}`, { cause: err })
+  }
+  const servers = typeof parsed === "object" && parsed !== null ? (parsed as { mcpServers?: unknown }).mcpServers : undefined
+  if (servers === undefined) throw new Error(`--mcp-config ${JSON.stringify(file)} should hold an object with "mcpServers", as desktop clients write it: { "mcpServers": { "files": { "command": "npx", "args": [...] } } }`)
+  try {
+    checkMcpServers(servers)
+  } catch (err) {
+    throw new Error(`--mcp-config ${JSON.stringify(file)}: ${(err as Error).message}`, { cause: err })
+  }
+  return servers as McpServers
 }
 
 /** The object without its undefined fields; undefined when none is left. */
