@@ -35,7 +35,8 @@ export interface RemoteAgent {
   readonly endpoint: AgentEndpoint
   /** Sends `text` and resolves with the settled Task, or the message the agent answered with. */
   ask(input: { text: string; contextId?: string; taskId?: string }, signal?: AbortSignal): Promise<RemoteTask | RemoteMessage>
-  close(): void
+  /** Waits for the cancels of abandoned Tasks still under way, then closes the connection. */
+  close(): Promise<void>
 }
 
 /** Reads the card and picks the interface; throws saying what went wrong and what to do. */
@@ -71,11 +72,21 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 export function followingAgent(card: RemoteCard, endpoint: AgentEndpoint, transport: AgentTransport, taskTimeoutMs: number): RemoteAgent {
+  /** Cancels under way (and sends whose Task is to be canceled once it is known): close() waits for them. */
+  const cleanups = new Set<Promise<unknown>>()
+  const track = <T>(cleanup: Promise<T>): Promise<T> => {
+    cleanups.add(cleanup)
+    void cleanup.finally(() => cleanups.delete(cleanup))
+    return cleanup
+  }
   /** Cancels a Task we no longer follow; its own short deadline, not the aborted signal. A failure is the agent's to log. */
-  const cancelQuietly = (id: string) => transport.cancel(id, AbortSignal.timeout(5000)).then(
-    () => undefined,
-    () => undefined,
-  )
+  const cancelQuietly = (id: string) =>
+    track(
+      transport.cancel(id, AbortSignal.timeout(5000)).then(
+        () => undefined,
+        () => undefined,
+      ),
+    )
   return {
     card,
     endpoint,
@@ -89,9 +100,11 @@ export function followingAgent(card: RemoteCard, endpoint: AgentEndpoint, transp
         task = await unlessAborted(sent, signal)
       } catch (err) {
         if (signal?.aborted) {
-          void sent.then(
-            (late) => (late.kind === "task" && !isSettled(late.state) ? cancelQuietly(late.id) : undefined),
-            () => undefined,
+          void track(
+            sent.then(
+              (late) => (late.kind === "task" && !isSettled(late.state) ? cancelQuietly(late.id) : undefined),
+              () => undefined,
+            ),
           )
         }
         throw err
@@ -113,6 +126,9 @@ export function followingAgent(card: RemoteCard, endpoint: AgentEndpoint, transp
       }
       return task
     },
-    close: () => transport.close(),
+    async close() {
+      await Promise.allSettled([...cleanups])
+      transport.close()
+    },
   }
 }

@@ -31,7 +31,7 @@ export async function openA2AAgents(list: readonly A2AAgentOptions[]): Promise<T
   const settled = await Promise.allSettled(list.map((opts) => connectRemoteAgent(opts)))
   const failed = settled.findIndex((outcome) => outcome.status === "rejected")
   if (failed >= 0) {
-    for (const outcome of settled) if (outcome.status === "fulfilled") outcome.value.close()
+    await Promise.all(settled.flatMap((outcome) => (outcome.status === "fulfilled" ? [outcome.value.close()] : [])))
     const reason = (settled[failed] as PromiseRejectedResult).reason as Error
     throw new Error(`opts.a2aAgents[${failed}] (${withoutPassword(list[failed].url)}): ${reason.message}`, { cause: reason })
   }
@@ -87,6 +87,8 @@ export function describeAgent(agent: RemoteAgent): string {
 
 function agentSource(agent: RemoteAgent, name: string, url: string): ToolSource {
   const closing = new AbortController()
+  /** Calls in flight: close() waits for them to cancel their remote Tasks before it closes the connection. */
+  const asking = new Set<Promise<unknown>>()
   const tool: Tool = {
     name,
     description: describeAgent(agent),
@@ -94,7 +96,13 @@ function agentSource(agent: RemoteAgent, name: string, url: string): ToolSource 
     async execute(args, ctx) {
       const signal = ctx.signal ? AbortSignal.any([ctx.signal, closing.signal]) : closing.signal
       const input = { text: String(args.message), ...(typeof args.contextId === "string" && args.contextId !== "" && { contextId: args.contextId }), ...(typeof args.taskId === "string" && args.taskId !== "" && { taskId: args.taskId }) }
-      return answerText(await agent.ask(input, signal), name)
+      const asked = agent.ask(input, signal)
+      asking.add(asked)
+      try {
+        return answerText(await asked, name)
+      } finally {
+        asking.delete(asked)
+      }
     },
   }
   return {
@@ -102,7 +110,8 @@ function agentSource(agent: RemoteAgent, name: string, url: string): ToolSource 
     tools: () => [tool],
     async close() {
       closing.abort(new Error(`the A2A agent tool ${name} was closed`))
-      agent.close()
+      await Promise.allSettled(asking)
+      await agent.close()
     },
   }
 }
