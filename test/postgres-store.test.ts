@@ -105,6 +105,36 @@ t.test("a terminal Task is never overwritten: the save is refused with what the 
   t.equal((await store.get("done"))?.status.state, "working", "after a delete the id is free again")
 })
 
+t.test("group commit: saves of many Tasks called at once share a few statements, each resolving with its row committed; a refused save fails alone", async (t) => {
+  const { open, table } = tablesFor(t)
+  const store = open()
+  await store.save(task("gc-done", "completed"))
+  const statements: string[] = []
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- put back as it was, and called with its pool as `this`
+  const query = pg.Pool.prototype.query
+  pg.Pool.prototype.query = function (this: pg.Pool, ...args: unknown[]) {
+    const sent = args[0] as string | { text: string }
+    statements.push(typeof sent === "string" ? sent : sent.text)
+    return (query as (...a: unknown[]) => unknown).apply(this, args)
+  } as typeof query
+  t.teardown(() => {
+    pg.Pool.prototype.query = query
+  })
+  const ids = Array.from({ length: 60 }, (_, i) => `gc-${i}`)
+  // Another connection reads each row as its save resolves: an acknowledged save is committed.
+  const seen = ids.map((id) => store.save(task(id, "working")).then(async () => (await admin.query(`SELECT 1 FROM "${table}" WHERE id = $1`, [id])).rowCount))
+  const refused = store.save(task("gc-done", "working")).then(
+    () => undefined,
+    (err: unknown) => err,
+  )
+  t.same(await Promise.all(seen), ids.map(() => 1), "every acknowledged save is visible to another connection")
+  t.type(await refused, TaskConflictError, "the terminal Task's save in the batch is refused")
+  const batches = statements.filter((text) => text.includes("unnest($1::text[]")).length
+  t.ok(batches >= 1 && batches <= 4, `the ${ids.length + 1} saves went in ${batches} statements`)
+  t.equal(Number((await admin.query(`SELECT count(*) FROM "${table}" WHERE state = 'working'`)).rows[0].count), ids.length, "every row is stored")
+  t.equal((await store.get("gc-done"))?.status.state, "completed", "the refused save wrote nothing")
+})
+
 t.test("two servers saving one Task at once", async (t) => {
   const { open, table } = tablesFor(t)
   const a = open()

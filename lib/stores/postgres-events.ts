@@ -26,7 +26,10 @@ import { assertTaskId } from "./task-checks.js"
  * the statement returns; two servers appending one position at once are
  * ordered by its key, one inserts and the other is told. Its commit does not
  * wait for the WAL to reach the disk (a tenth of the cost here): a crash
- * may lose the appends of its last moment, never a Task's data. `delete` and the
+ * may lose the appends of its last moment, never a Task's data. Nor does
+ * `ended`'s: a crash may lose the end of a log written in its last moment,
+ * and that log is then kept until its Task is deleted (by `delete` or the
+ * Task retention sweep), as a log whose writer stopped before its end is. `delete` and the
  * Task retention sweep delete the Task's rows in the statement that deletes
  * the Task (`eventCleanupCtes`).
  */
@@ -61,6 +64,8 @@ export function eventCleanupCtes(eventTable: string): string {
 
 interface PgQueryable {
   query<Row = Record<string, unknown>>(text: string, values?: unknown[]): Promise<{ rows: Row[]; rowCount: number | null }>
+  /** A named query: prepared once per connection, then only bound and run. */
+  query<Row = Record<string, unknown>>(query: { name: string; text: string; values?: unknown[] }): Promise<{ rows: Row[]; rowCount: number | null }>
 }
 
 /** What PostgresEventLog needs of its PostgresTaskStore. */
@@ -93,7 +98,7 @@ export class PostgresEventLog implements EventLog {
     const texts = events.map(({ event }) => JSON.stringify(event))
     const pool = await this.host.pool()
     const positions = events.map((e) => e.position)
-    const { rows } = await pool.query<{ position: string }>(this.sql.append, [key, positions, texts])
+    const { rows } = await pool.query<{ position: string }>({ name: this.sql.appendName, text: this.sql.append, values: [key, positions, texts] })
     const taken = new Set(rows.map((row) => Number(row.position)))
     return positions.filter((position) => !taken.has(position))
   }
@@ -122,7 +127,7 @@ export class PostgresEventLog implements EventLog {
     assertTaskId(taskId)
     const key = this.host.keyOf(taskId)
     const pool = await this.host.pool()
-    await pool.query(this.sql.ended, [key, this.host.retentionMs])
+    await pool.query({ name: this.sql.endedName, text: this.sql.ended, values: [key, this.host.retentionMs] })
   }
 
   /** Starts the sweeps (the store's pool and tables are ready). */
@@ -155,6 +160,7 @@ function statements(eventTable: string) {
     // One statement whatever the batch: the positions and texts as two arrays, unnested side by side.
     // Its commit does not wait for the WAL to reach the disk (set_config is local to the statement's
     // own transaction): a crash may lose the last appends of the moment, never a Task's data.
+    appendName: "tn_event_append",
     append: `INSERT INTO ${events} (task_id, position, event)
              SELECT $1, p, e FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed,
                                   unnest($2::bigint[], $3::text[]) AS given(p, e)
@@ -162,8 +168,10 @@ function statements(eventTable: string) {
              RETURNING position`,
     read: `SELECT position, event FROM ${events} WHERE task_id = $1 AND position > $2::bigint ORDER BY position LIMIT $3::bigint`,
     lastPosition: `SELECT max(position) AS last FROM ${events} WHERE task_id = $1`,
-    // The first end counts: a later one does not extend the log's time.
-    ended: `INSERT INTO ${ends} (task_id, expires_at) VALUES ($1, now() + $2::float8 * interval '1 millisecond')
+    // The first end counts: a later one does not extend the log's time. Not waiting for the WAL's flush either (see the class).
+    endedName: "tn_event_ended",
+    ended: `INSERT INTO ${ends} (task_id, expires_at)
+            SELECT $1, now() + $2::float8 * interval '1 millisecond' FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed
             ON CONFLICT (task_id) DO NOTHING`,
     removeExpired: `WITH due AS (
                       SELECT task_id FROM ${ends} WHERE expires_at <= now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED),

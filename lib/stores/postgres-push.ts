@@ -103,6 +103,31 @@ export function saveWithEventSql(table: string, written: string): string {
             FROM written w`
 }
 
+/**
+ * saveWithEventSql for a batch of Tasks, one group commit: `given` selects
+ * the batch's rows (with their `events`), `written` is its upsert (reading
+ * them from the CTE `given`, RETURNING id).
+ * Parameters: $1-$7 the rows' columns as arrays, $8 the channel, $9 the
+ * terminal states (as the single save's), $10 each row's events (a jsonb
+ * array's text, or NULL), $11 now in ms, $12 the outbox channel. One row
+ * back per Task written, with how many notifications it enqueued.
+ */
+export function saveBatchWithEventsSql(table: string, given: string, written: string): string {
+  const { configs, outbox } = pushTables(table)
+  return `WITH given AS (${given}),
+          written AS (${written}),
+          queued AS (
+            INSERT INTO ${outbox} (key, task_id, config_id, event, not_before, enqueued_at)
+            SELECT gen_random_uuid()::text, c.task_id, c.id, e.event, $11, $11
+              FROM written JOIN given g ON g.id = written.id JOIN ${configs} c ON c.task_id = written.id
+             CROSS JOIN LATERAL jsonb_array_elements(g.events::jsonb) WITH ORDINALITY AS e(event, n)
+             ORDER BY written.id, e.n, c.id
+            RETURNING seq, task_id)
+          SELECT w.id, pg_notify($8, w.id), (SELECT count(*) FROM (SELECT pg_notify($12, task_id) FROM queued LIMIT 1) AS woken),
+                 (SELECT count(*) FROM queued q WHERE q.task_id = w.id)::int AS queued
+            FROM written w`
+}
+
 interface PgQueryable {
   query<Row = Record<string, unknown>>(text: string, values?: unknown[]): Promise<{ rows: Row[]; rowCount: number | null }>
 }

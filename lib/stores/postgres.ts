@@ -9,8 +9,9 @@ import { retentionSweeper, type RetentionSweeper } from "./retention.js"
 import { assertTask, assertTaskId } from "./task-checks.js"
 import { TaskConflictError, type LeaseBook, type TaskStore } from "./task-store.js"
 import { WriteOrder } from "./write-order.js"
+import { GroupCommit } from "./group-commit.js"
 import { ESCAPED, fromTextKey, jsonbDocument, taskFrom, textKey } from "./postgres-text.js"
-import { PostgresPushStore, pushCleanupCtes, pushSchemaSql, pushTables, saveWithEventSql } from "./postgres-push.js"
+import { PostgresPushStore, pushCleanupCtes, pushSchemaSql, pushTables, saveBatchWithEventsSql, saveWithEventSql } from "./postgres-push.js"
 import { eventCleanupCtes, eventSchemaSql, eventTables, PostgresEventLog } from "./postgres-events.js"
 import { eventRetentionOf, type EventLog } from "./event-log.js"
 import { eventTexts } from "./push-records.js"
@@ -45,8 +46,16 @@ interface PgQueryResult<Row> {
   rowCount: number | null
 }
 
+/** A named query: prepared once per connection, then only bound and run. */
+interface PgNamedQuery {
+  name: string
+  text: string
+  values?: unknown[]
+}
+
 interface PgQueryable {
   query<Row = Record<string, unknown>>(text: string, values?: unknown[]): Promise<PgQueryResult<Row>>
+  query<Row = Record<string, unknown>>(query: PgNamedQuery): Promise<PgQueryResult<Row>>
 }
 
 interface PgPool extends PgQueryable {
@@ -105,6 +114,8 @@ const CREATE_RACE_CODES = new Set(["23505", "42P07", "42710"])
 const TERMINAL = [...TERMINAL_STATES]
 /** Rows one retention statement deletes: each batch is its own short transaction, so a sweep of a million rows holds no long lock. */
 const RETENTION_BATCH = 1000
+/** Most saves one group commit carries; the rest wait for the next. */
+const SAVE_BATCH = 256
 
 /**
  * Tasks in a PostgreSQL table, shared by any number of servers: saves are
@@ -230,6 +241,8 @@ export class PostgresTaskStore implements TaskStore {
   /** The pool, once it exists and the tables do. */
   private readonly connection: OpenOnce<PgPool>
   private readonly writes = new WriteOrder()
+  /** Saves, committed together: those called while a commit is under way go in the next one. */
+  private readonly saves: GroupCommit<BatchedSave, number>
   private readonly retention: RetentionSweeper | undefined
   private closing: Promise<void> | undefined
   private closed = false
@@ -259,6 +272,7 @@ export class PostgresTaskStore implements TaskStore {
     this.poolSize = opts.poolSize ?? 10
     this.driverModule = opts.driverModule ?? "pg"
     this.sql = statements(this.table, this.leaseTable, this.eventTable)
+    this.saves = new GroupCommit((rows) => this.writeBatch(rows), { maxBatch: SAVE_BATCH, inFlight: 1 })
     this.connection = new OpenOnce(() => this.openPool(), closedError)
     this.listener = new ChangeListener(this.channel, () => this.listenClient(), this.report)
     this.outboxListener = new ChangeListener(`${this.channel}_push`, () => this.listenClient(), this.report)
@@ -313,7 +327,8 @@ export class PostgresTaskStore implements TaskStore {
       const row = rowOf(task)
       const notified = eventTexts(events, task, "PostgresTaskStore")
       // The events as one jsonb array, in order: the statement enqueues them in it.
-      return this.writes.run(task.id, () => this.write(task.id, row, notified.length === 0 ? undefined : `[${notified.map(jsonbDocument).join(",")}]`))
+      const event = notified.length === 0 ? null : `[${notified.map(jsonbDocument).join(",")}]`
+      return this.writes.run(task.id, () => this.saves.add({ row, event }))
     } catch (err) {
       return Promise.reject(err)
     }
@@ -434,12 +449,40 @@ export class PostgresTaskStore implements TaskStore {
   /** The stored Task of a checked id. */
   private async read(id: string): Promise<A2ATask | undefined> {
     const pool = await this.pool()
-    const { rows } = await pool.query<{ task: string }>(this.sql.get, [textKey(id)])
+    const { rows } = await pool.query<{ task: string }>({ name: this.sql.getName, text: this.sql.get, values: [textKey(id)] })
     return rows.length === 0 ? undefined : taskFrom(rows[0].task, id)
   }
 
+  /**
+   * One group commit: every row in one statement, so one transaction and one WAL flush for the lot (each
+   * row still NOTIFYed). A row it did not write (its stored Task is terminal, or was deleted under it) is
+   * written again alone, which says why; a batch that fails is tried save by save, so each gets its own
+   * answer. Rows go in id order, so two servers' batches lock their rows in one order and never deadlock.
+   */
+  private async writeBatch(batch: BatchedSave[]): Promise<Array<number | Error>> {
+    const alone = ({ row, event }: BatchedSave) => this.write(row.taskId, row, event ?? undefined).catch(asError)
+    let written: Map<string, number>
+    try {
+      const pool = await this.pool()
+      const column = <K extends keyof SaveRow>(key: K) => batch.map(({ row }) => row[key])
+      const values = [column("id"), column("document"), column("state"), column("statusTs"), column("contextId"), column("owner"), column("tenant"), this.channel, TERMINAL]
+      // Without push events, a statement that does not touch the outbox (an operator may grant a store only its Tasks' tables).
+      const withEvents = batch.some(({ event }) => event !== null)
+      const { rows } = await pool.query<{ id: string; queued?: number }>(
+        withEvents
+          ? { name: this.sql.saveBatchWithEventsName, text: this.sql.saveBatchWithEvents, values: [...values, batch.map(({ event }) => event), Date.now(), `${this.channel}_push`] }
+          : { name: this.sql.saveBatchName, text: this.sql.saveBatch, values },
+      )
+      written = new Map(rows.map((row) => [row.id, row.queued ?? 0]))
+    } catch (err) {
+      if (batch.length === 1) return [asError(err)]
+      return Promise.all(batch.map(alone))
+    }
+    return Promise.all(batch.map((save) => (written.has(save.row.id) ? Promise.resolve(written.get(save.row.id)!) : alone(save))))
+  }
+
   /** Resolves with how many notifications the save enqueued. */
-  private async write(id: string, row: ReturnType<typeof rowOf>, event: string | undefined): Promise<number> {
+  private async write(id: string, row: SaveRow, event: string | undefined): Promise<number> {
     const pool = await this.pool()
     const params = [row.id, row.document, row.state, row.statusTs, row.contextId, [row.owner, row.tenant], this.channel, TERMINAL]
     const [statement, values] = event === undefined ? [this.sql.save, params] : [this.sql.saveWithEvent, [...params, event, Date.now(), `${this.channel}_push`]]
@@ -719,6 +762,17 @@ function statements(table: string, leaseTable: string, eventTable: string) {
                context_id = excluded.context_id, principal = excluded.principal, tenant = excluded.tenant, version = stored.version + 1
              WHERE stored.state <> ALL ($8::text[])
              RETURNING id`
+  // The batch's rows, one per element of the arrays $1-$7 (and `more`), and its upsert, in id order (see writeBatch).
+  const batchRows = (more: string, moreNames = "") =>
+    `SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]${more})
+              AS given(id, task, state, status_ts, context_id, principal, tenant${moreNames})`
+  const writtenBatch = `INSERT INTO ${tasks} AS stored (id, task, state, status_ts, context_id, principal, tenant, version)
+             SELECT id, task::jsonb, state, status_ts, context_id, principal, tenant, 1 FROM given ORDER BY id COLLATE "C"
+             ON CONFLICT (id) DO UPDATE SET
+               task = excluded.task, state = excluded.state, status_ts = excluded.status_ts,
+               context_id = excluded.context_id, principal = excluded.principal, tenant = excluded.tenant, version = stored.version + 1
+             WHERE stored.state <> ALL ($9::text[])
+             RETURNING id`
   return {
     table: tasks,
     leaseTable: leases,
@@ -726,8 +780,16 @@ function statements(table: string, leaseTable: string, eventTable: string) {
     tablesExist: `SELECT bool_and(to_regclass(name) IS NOT NULL)
                      AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($2) AND attname = 'tenant' AND NOT attisdropped) AS ready
                     FROM unnest($1::text[]) AS name`,
+    // Prepared statements' names: each connection is of this store's own pool, so fixed names do (and stay under 63 bytes).
+    getName: "tn_get",
     get: `SELECT task::text AS task FROM ${tasks} WHERE id = $1`,
     save: `WITH written AS (${written}) SELECT pg_notify($7, id) FROM written`,
+    // The same for a batch of Tasks (a group commit): $1-$7 the rows' columns as arrays, $8 the channel, $9 the terminal states.
+    saveBatchName: "tn_save_batch",
+    saveBatch: `WITH given AS (${batchRows("")}), written AS (${writtenBatch}) SELECT id, pg_notify($8, id) FROM written`,
+    // And with their push events: see saveBatchWithEventsSql.
+    saveBatchWithEventsName: "tn_save_batch_push",
+    saveBatchWithEvents: saveBatchWithEventsSql(table, batchRows(", $10::text[]", ", events"), writtenBatch),
     // The same, enqueueing the event for each of the Task's push configs: a refused save enqueues nothing.
     saveWithEvent: saveWithEventSql(table, written),
     // A Task's push rows and events go with it, even when the Task row was gone already.
@@ -762,7 +824,18 @@ function idKey(id: string): string {
   return key
 }
 
-/** The columns of a Task's row, all of them strings Postgres can hold. */
+type SaveRow = ReturnType<typeof rowOf>
+/** A save waiting for its group commit: its row, and its push events as one jsonb array's text (null: none). */
+interface BatchedSave {
+  row: SaveRow
+  event: string | null
+}
+
+function asError(err: unknown): Error {
+  return err instanceof Error ? err : new Error(String(err))
+}
+
+/** The columns of a Task's row, all of them strings Postgres can hold; `taskId` is the id itself. */
 function rowOf(task: A2ATask) {
   assertTask(task, "PostgresTaskStore")
   const id = idKey(task.id)
@@ -772,6 +845,7 @@ function rowOf(task: A2ATask) {
   const owner = ownerOf(task)
   const tenant = tenantOf(task)
   return {
+    taskId: task.id,
     id,
     document: jsonbDocument(json),
     state: textKey(task.status.state),
