@@ -209,6 +209,15 @@ t.test("createToolkit fails naming the agent when its card cannot be read or is 
   await t.rejects(createToolkit({ a2aAgents: [{ url: "ftp://x" }] }), { message: /^opts\.a2aAgents\[0\] \(ftp:\/\/x\): should be an http\(s\) URL/ })
   await t.rejects(createToolkit({ a2aAgents: [{ url: 42 as never }] }), { message: "opts.a2aAgents[0].url should be the agent's base URL or its card's URL" })
   await t.rejects(createToolkit({ a2aAgents: [{ url: refused, timeoutMs: 0 }] }), { message: /timeoutMs should be a whole number/ })
+  const refusals: Array<[unknown, RegExp]> = [
+    ["http://x", /^opts\.a2aAgents should be an array of \{ url, name\?, headers\? \}$/],
+    [[null], /^opts\.a2aAgents\[0\] should be \{ url, name\?, headers\? \}$/],
+    [[{ url: refused, name: "" }], /^opts\.a2aAgents\[0\]\.name should be a non-empty string$/],
+    [[{ url: refused, headers: { authorization: 1 } }], /^opts\.a2aAgents\[0\]\.headers should be an object of header names to string values$/],
+    [[{ url: refused, headers: null }], /headers should be an object/],
+    [[{ url: refused, taskTimeoutMs: 1.5 }], /^opts\.a2aAgents\[0\]\.taskTimeoutMs should be a whole number of ms, 1 or more$/],
+  ]
+  for (const [a2aAgents, message] of refusals) await t.rejects(createToolkit({ a2aAgents: a2aAgents as never }), { message }, JSON.stringify(a2aAgents))
 })
 
 t.test("toolName keeps what both model APIs take", async (t) => {

@@ -1,5 +1,6 @@
 import t, { type Test } from "tap"
 import { chooseEndpoint, fetchAgentCard } from "../lib/a2a-client/card.js"
+import { grpcTransport } from "../lib/a2a-client/grpc.js"
 import { callJson } from "../lib/a2a-client/http.js"
 import { jsonRpcTransport } from "../lib/a2a-client/jsonrpc.js"
 import { connectRemoteAgent } from "../lib/a2a-client/remote-agent.js"
@@ -204,6 +205,10 @@ t.test("over gRPC, an abort cancels the call and the remote Task; closing the to
   const aborted = toolkit.execute("slow", { message: "one" }, { signal: controller.signal })
   await waitFor(() => started === 1 && store.saves.some((s) => s.status.state === "working"), 10_000, "the first remote Task to run")
   const first = store.saves.at(-1)!.id
+  const direct = grpcTransport({ binding: "GRPC", version: "1.0", url: b.grpc!, tenant: "acme" }, { headers: { "X-Trace": "1" }, timeoutMs: 5000 })
+  t.teardown(() => direct.close())
+  await t.rejects(direct.get(first), { message: `GetTask at ${b.grpc} failed: NOT_FOUND: Task not found: ${first}` }, "the tenant goes with the call: another tenant's Task is not found")
+  await t.rejects(direct.get(first, AbortSignal.abort(new Error("gone"))), { message: "gone" }, "an aborted signal sends nothing")
   controller.abort(new Error("run canceled"))
   t.same(await aborted, { output: "Tool slow failed: run canceled", isError: true })
   await waitFor(() => store.statesOf(first).includes("canceled"), 10_000, "the first remote Task to be canceled")
