@@ -13,6 +13,7 @@ import os from "node:os"
 import path from "node:path"
 import { fileURLToPath } from "node:url"
 import { bindingRounds } from "./bindings.mjs"
+import { observeRounds } from "./observe.mjs"
 import { sharedRounds } from "./shared.mjs"
 import { ask, killAll, startChild, stopChild, withChildCpu } from "./child.mjs"
 import { completedTask } from "./fixtures.mjs"
@@ -76,6 +77,7 @@ const PHASES = {
   http: httpRounds,
   bindings: () => bindingRounds({ settings, here, log }),
   shared: () => sharedRounds({ settings, here, log }),
+  observe: () => observeRounds({ settings, here, log, scratch }),
   fileStore: fileStoreOps,
   memory: memoryPerTasks,
   fileList: fileStoreList,

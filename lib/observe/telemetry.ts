@@ -115,23 +115,38 @@ export class Telemetry implements RunObserver {
     return new ToolCall(this.metrics, context.active(), span, known ? tool : "unknown")
   }
 
-  /** Times one store operation: `store` is the store's kind (memory, file, postgres, nats, custom). */
-  async storeOperation<T>(store: string, operation: string, work: () => Promise<T>): Promise<T> {
+  /**
+   * Times one store operation: `store` is the store's kind (memory, file, postgres, nats, custom). Its
+   * span is a leaf (no context switch around the store's call) and the store's own promise is returned,
+   * observed beside the caller's await rather than wrapped in another.
+   */
+  storeOperation<T>(store: string, operation: string, work: () => Promise<T>): Promise<T> {
     const span = tracer.startSpan(SPAN.storeOperation(operation), { kind: SpanKind.INTERNAL })
     if (span.isRecording()) span.setAttributes({ [ATTR.store]: store, [ATTR.dbOperation]: operation })
     const started = this.metrics === undefined ? 0 : performance.now()
-    let outcome = "ok"
+    let pending: Promise<T>
     try {
-      return await within(context.active(), span, work)
+      pending = work()
     } catch (err) {
+      this.storeEnded(span, store, operation, started, err)
+      throw err
+    }
+    pending.then(
+      () => this.storeEnded(span, store, operation, started, undefined),
+      (err: unknown) => this.storeEnded(span, store, operation, started, err),
+    )
+    return pending
+  }
+
+  private storeEnded(span: Span, store: string, operation: string, started: number, err: unknown): void {
+    let outcome = "ok"
+    if (err !== undefined) {
       // A conflict is the shared stores' answer to a save that lost a race, not a store failing.
       outcome = (err as Error)?.name === "TaskConflictError" ? "conflict" : "error"
       failed(span, outcome, err, outcome === "error")
-      throw err
-    } finally {
-      span.end()
-      this.metrics?.storeOperationDuration.observe({ store, operation, outcome }, seconds(started))
     }
+    span.end()
+    this.metrics?.storeOperationDuration.observe({ store, operation, outcome }, seconds(started))
   }
 
   /** One push delivery attempt to `url` for Task `taskId` (a new trace: the outbox keeps no trace context). */
@@ -178,9 +193,9 @@ export class RequestObservation {
   /** The operation answered (an error, a result, or a stream that goes on: its end is `streamEnded`). */
   answered(taskId: string | undefined, error: A2AError | undefined, stream: boolean): void {
     if (this.metrics !== undefined) {
-      const labels = { method: this.operation, binding: this.binding }
-      this.metrics.requests.inc({ ...labels, outcome: error === undefined ? "ok" : BINDING_ERRORS[error.code].reason })
-      this.metrics.requestDuration.observe(labels, seconds(this.started))
+      const outcome = error === undefined ? "ok" : BINDING_ERRORS[error.code].reason
+      this.metrics.requests.inc({ method: this.operation, binding: this.binding, outcome })
+      this.metrics.requestDuration.observe({ method: this.operation, binding: this.binding }, seconds(this.started))
     }
     if (taskId !== undefined && this.span.isRecording()) this.span.setAttribute(ATTR.a2aTaskId, taskId)
     if (error !== undefined || !stream) this.streamEnded(error)

@@ -1,0 +1,186 @@
+// The observe phase (issue 15): what traces and metrics cost. GetTask and SendMessage→completed over JSON-RPC on
+// server A (servers/toolnexus-observe.mjs) observed four ways, in interleaved rounds as the HTTP phase:
+//   off      the OpenTelemetry API alone (no SDK registered), metrics off: every user's default
+//   metrics  metrics: true
+//   traces   the Node SDK registered (every span sampled, BatchSpanProcessor, an exporter that drops the spans)
+//   on       both: the target row, on/off ≥ 0.85×
+//   on10     both, the SDK sampling 10% of the traces, as a busy production runs it
+//   base     the build from before the instrumentation (git archive of BENCH_OBSERVE_BASE, default the parent of
+//            the commit that added lib/observe), served as "off": what the API alone costs against no instrumentation
+// Then, in this process (no SDK registered), the API alone's cost per request measured directly: the calls a GetTask
+// and a SendMessage make into lib/observe, timed over many iterations against the same work without them.
+import { execFileSync } from "node:child_process"
+import fs from "node:fs"
+import path from "node:path"
+import { startChild, stopChild, withChildCpu } from "./child.mjs"
+import { getTaskBody, load, sendAndComplete, sendMessageBody } from "./load.mjs"
+import { median } from "./stats.mjs"
+
+export const OBSERVE_SIDES = [
+  { key: "off", label: "server A, the OpenTelemetry API alone (no SDK), metrics off" },
+  { key: "on", label: "server A, metrics on and the Node SDK registered (BatchSpanProcessor, spans dropped)" },
+  { key: "metrics", label: "server A, metrics on, no SDK" },
+  { key: "traces", label: "server A, the Node SDK registered, metrics off" },
+  { key: "on10", label: "server A, metrics on and the Node SDK sampling 10% of traces (ParentBased(TraceIdRatioBased(0.1)))" },
+  { key: "base", label: "server A built from before the instrumentation (the API not called at all)" },
+]
+const SCENARIOS = ["GetTask", "SendMessage"]
+
+export async function observeRounds({ settings, here, log, scratch }) {
+  const root = path.dirname(here)
+  const running = []
+  try {
+    const base = baseBuild(root, scratch, log)
+    for (const side of OBSERVE_SIDES) {
+      if (side.key === "base" && base.dist === undefined) continue
+      const mode = side.key === "base" ? "off" : side.key
+      const { child, info } = await startChild(path.join(here, "servers", "toolnexus-observe.mjs"), [mode, ...(side.key === "base" ? [base.dist] : [])])
+      running.push({ ...side, child, url: info.url })
+    }
+    log(`observe: servers up: ${running.map((s) => `${s.key} ${s.url}`).join(", ")}`)
+    const seeded = {}
+    const seed = async () => {
+      for (const side of running) seeded[side.key] = (await sendAndComplete(side.url)).id
+    }
+    await seed()
+    const bodies = { GetTask: (side) => getTaskBody(seeded[side.key]), SendMessage: () => sendMessageBody() }
+    const runOnce = (side, scenario, seconds) =>
+      withChildCpu(side.child, () => load({ url: side.url, body: bodies[scenario](side), seconds, connections: settings.connections, pipelining: settings.pipelining }))
+    log("observe: warming up (1 s per server and scenario)")
+    for (const scenario of SCENARIOS) for (const side of running) await runOnce(side, scenario, 1)
+    const samples = {}
+    for (let round = 1; round <= settings.rounds; round++) {
+      await seed()
+      const order = round % 2 === 1 ? running : running.toReversed()
+      for (const scenario of SCENARIOS) {
+        for (const side of order) {
+          const result = await runOnce(side, scenario, settings.seconds)
+          ;((samples[scenario] ??= {})[side.key] ??= []).push(result)
+          log(
+            `round ${round} observe ${scenario.padEnd(11)} ${side.key.padEnd(7)} ${result.rps.toFixed(0).padStart(6)} req/s  p99 ${String(result.p99).padStart(4)} ms  ` +
+              `server CPU ${result.cpuUsPerRequest.toFixed(0).padStart(4)} µs/req${result.bad ? `  ${result.bad} bad answers` : ""}`,
+          )
+        }
+      }
+    }
+    // The metrics servers counted what they served: a check that the "on" rows measured metrics that work.
+    const counted = {}
+    for (const side of running.filter((s) => ["on", "on10", "metrics"].includes(s.key))) counted[side.key] = await countedRequests(side.url)
+    const medians = {}
+    const ratios = {}
+    for (const scenario of SCENARIOS) {
+      medians[scenario] = {}
+      for (const [key, runs] of Object.entries(samples[scenario])) {
+        medians[scenario][key] = {
+          rps: median(runs.map((r) => r.rps)),
+          p50: median(runs.map((r) => r.p50)),
+          p99: median(runs.map((r) => r.p99)),
+          cpuUsPerRequest: median(runs.map((r) => r.cpuUsPerRequest)),
+          bad: runs.reduce((sum, r) => sum + r.bad, 0),
+        }
+      }
+      // Medians of per-round ratios (the two runs of a round are seconds apart): by rate, and by server CPU per request.
+      const of = (a, b) => {
+        const ra = samples[scenario][a]
+        const rb = samples[scenario][b]
+        if (!ra || !rb) return undefined
+        return { rate: median(ra.map((r, i) => r.rps / rb[i].rps)), cpu: median(ra.map((r, i) => rb[i].cpuUsPerRequest / r.cpuUsPerRequest)) }
+      }
+      ratios[scenario] = { onOff: of("on", "off"), metricsOff: of("metrics", "off"), tracesOff: of("traces", "off"), on10Off: of("on10", "off"), offBase: of("off", "base") }
+      const show = (r) => (r ? `${r.rate.toFixed(3)}× by rate, ${r.cpu.toFixed(3)}× by CPU` : "n/a")
+      log(`observe: ${scenario}: on/off ${show(ratios[scenario].onOff)}; metrics/off ${show(ratios[scenario].metricsOff)}; traces/off ${show(ratios[scenario].tracesOff)}; on10/off ${show(ratios[scenario].on10Off)}; off/base ${show(ratios[scenario].offBase)}`)
+    }
+    const apiAlone = await apiAloneCost(root)
+    log(`observe: the API alone, measured in-process: ${apiAlone.getTaskNs.toFixed(0)} ns per GetTask, ${apiAlone.sendMessageNs.toFixed(0)} ns per SendMessage`)
+    return { sides: OBSERVE_SIDES.filter((s) => running.some((r) => r.key === s.key)).map(({ key, label }) => ({ key, label })), base, samples, medians, ratios, counted, apiAlone }
+  } finally {
+    for (const side of running) await stopChild(side.child)
+  }
+}
+
+/** The build from before the instrumentation, in the scratch directory: its dist/index.js, or why there is none. */
+function baseBuild(root, scratch, log) {
+  let commit = process.env.BENCH_OBSERVE_BASE
+  if (commit === "none") return { skipped: "BENCH_OBSERVE_BASE=none" }
+  try {
+    if (commit === undefined) {
+      const added = execFileSync("git", ["log", "--diff-filter=A", "--format=%H", "--", "lib/observe/names.ts"], { cwd: root, encoding: "utf8" }).trim().split("\n").at(-1)
+      commit = execFileSync("git", ["rev-parse", `${added}^`], { cwd: root, encoding: "utf8" }).trim()
+    }
+    const dir = path.join(scratch, "observe-base")
+    fs.mkdirSync(dir, { recursive: true })
+    execFileSync("sh", ["-c", `git archive ${commit} | tar -x -C "${dir}"`], { cwd: root })
+    fs.symlinkSync(path.join(root, "node_modules"), path.join(dir, "node_modules"))
+    log(`observe: building the base (${commit.slice(0, 7)}, before the instrumentation)`)
+    execFileSync(process.execPath, [path.join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json"], { cwd: dir, stdio: "inherit" })
+    return { commit, dist: path.join(dir, "dist", "index.js") }
+  } catch (err) {
+    log(`observe: no base build (${String(err?.message ?? err).split("\n")[0]}); its rows are left out`)
+    return { commit, skipped: String(err?.message ?? err).split("\n")[0] }
+  }
+}
+
+/** The sum of toolnexus_a2a_requests_total on a server with metrics. */
+async function countedRequests(url) {
+  const text = await (await fetch(`${url}/metrics`)).text()
+  return text
+    .split("\n")
+    .filter((line) => line.startsWith("toolnexus_a2a_requests_total{"))
+    .reduce((sum, line) => sum + Number(line.split(" ").at(-1)), 0)
+}
+
+/**
+ * The calls a GetTask and a SendMessage→completed make into lib/observe with no SDK registered, timed in this process
+ * against the same awaits without them: ns per request, the median of 7 runs of 100k iterations.
+ */
+async function apiAloneCost(root) {
+  const { Telemetry } = await import(path.join(root, "dist", "lib", "observe", "telemetry.js"))
+  const telemetry = new Telemetry(undefined, "bench")
+  const headers = { "content-type": "application/json" }
+  const lookup = (name) => headers[name]
+  const work = async () => 1
+  const getTask = async () => {
+    const observed = telemetry.request("GetTask", "jsonrpc", "1.0", lookup)
+    await observed.within(work)
+    observed.answered("t", undefined, false)
+  }
+  const sendMessage = async () => {
+    const observed = telemetry.request("SendMessage", "jsonrpc", "1.0", lookup)
+    const parent = telemetry.here()
+    await observed.within(work)
+    telemetry.taskState("submitted")
+    const run = telemetry.taskRun("t", "c", parent)
+    await run.within(async () => {
+      telemetry.taskState("working")
+      const call = telemetry.modelCall("local", "local")
+      await call.within(work)
+      call.end({ inputTokens: 0, outputTokens: 0, totalTokens: 0 })
+      telemetry.taskState("completed")
+    })
+    run.end("completed")
+    observed.answered("t", undefined, false)
+  }
+  const bare = async () => {
+    await work()
+  }
+  const bareSend = async () => {
+    await work()
+    await (async () => {
+      await work()
+    })()
+  }
+  const time = async (fn, n) => {
+    const t0 = process.hrtime.bigint()
+    for (let i = 0; i < n; i++) await fn()
+    return Number(process.hrtime.bigint() - t0) / n
+  }
+  const N = 100_000
+  const per = async (fn, without) => {
+    await time(fn, N)
+    await time(without, N)
+    const diffs = []
+    for (let i = 0; i < 7; i++) diffs.push((await time(fn, N)) - (await time(without, N)))
+    return median(diffs)
+  }
+  return { getTaskNs: await per(getTask, bare), sendMessageNs: await per(sendMessage, bareSend), iterations: N }
+}
