@@ -28,7 +28,7 @@ const page = {
   shown: undefined,
   /** The statuses seen of each Task, for its timeline. */
   statuses: new Map(),
-  /** The stream followed for the shown Task, and how to stop it. */
+  /** The stream followed for the shown Task, how to stop it, and whether it is open (its first event came). */
   following: undefined,
   /** Bumps on each list load, so an older answer arriving late is dropped. */
   listRun: 0,
@@ -210,8 +210,8 @@ async function follow(id, open, onTask) {
     stopFollowing()
     page.following = { id, controller }
   }
-  renderDetail()
   let taskId = id
+  let failure
   try {
     for await (const event of open(controller.signal)) {
       if (event.task) {
@@ -220,25 +220,30 @@ async function follow(id, open, onTask) {
           stopFollowing()
           page.following = { id: taskId, controller }
         }
+        page.following.open = true
         onTask?.(event.task)
       }
       apply(taskId, event)
     }
   } catch (err) {
-    if (!controller.signal.aborted) showError(err)
+    if (!controller.signal.aborted) failure = err
   } finally {
     if (page.following?.controller === controller) page.following = undefined
   }
   // The stream ended: the stored Task is the whole truth (full history, final artifacts).
+  let latest
   if (taskId !== undefined && page.selected === taskId && !controller.signal.aborted) {
     try {
-      const task = await api.getTask(taskId)
-      if (page.selected === taskId) show(task)
-      updateListed(task)
+      latest = await api.getTask(taskId)
+      if (page.selected === taskId) show(latest)
+      updateListed(latest)
     } catch (err) {
-      showError(err)
+      failure ??= err
     }
   }
+  // A Task that ended between its read and the subscription is refused a stream (-32004): shown as it ended, that is no error.
+  const endedMeanwhile = failure instanceof ApiError && failure.reason === "UNSUPPORTED_OPERATION" && id !== undefined && isTerminal(latest?.status?.state)
+  if (failure && !endedMeanwhile) showError(failure)
   renderDetail()
 }
 
@@ -280,7 +285,7 @@ function renderDetail() {
     $("detail-meta").replaceChildren()
     return
   }
-  const live = page.following?.id === task.id
+  const live = page.following?.id === task.id && page.following.open === true
   const state = task.status?.state
   const meta = [
     stateChip(state),

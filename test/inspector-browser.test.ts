@@ -128,6 +128,7 @@ t.test("the inspector in chromium: send, see the answer, the list, the detail, l
   await page.locator("#detail-meta .live").waitFor()
   const heldId = await shownTaskId(page)
   t.not(heldId, firstId, "a new Task")
+  await waitFor(() => held.has("hold on a moment"), WAIT, "the Task to reach the model")
   held.get("hold on a moment")!.resolve("finally done")
   await page.locator(".message.from-agent", { hasText: "finally done" }).waitFor()
   await detailChip(page).filter({ hasText: "completed" }).waitFor()
@@ -202,6 +203,59 @@ t.test("the inspector in chromium: send, see the answer, the list, the detail, l
   t.ok(fs.statSync(shot).size > 10_000, `a screenshot of the page: ${path.relative(ROOT, shot)}`)
   t.same(problems, [], "no script error and no CSP violation")
   t.same([...refused], ["404 GET /tasks/no-such-task"], "the one request refused is the missing Task's")
+})
+
+t.test("the inspector in chromium pages the list: 20 Tasks, then Load more for the rest, newest first", async (t) => {
+  const { srv } = await agent(t)
+  const ids: string[] = []
+  for (let i = 0; i < 23; i++) {
+    const res = await fetch(`${srv.url}/message:send`, { method: "POST", headers: V1, body: JSON.stringify({ message: { messageId: `m-${i}`, role: "ROLE_USER", parts: [{ text: `question ${i}` }] } }) })
+    ids.push(((await res.json()) as { task: { id: string } }).task.id)
+  }
+  const { page, problems } = await browserPage(t)
+  await page.goto(`${srv.url}/inspector/`)
+  await page.locator("#task-count", { hasText: "(23)" }).waitFor()
+  t.equal(await taskItems(page).count(), 20, "one page")
+  const more = page.getByRole("button", { name: "Load more" })
+  await more.click()
+  await taskItems(page).nth(22).waitFor()
+  await more.waitFor({ state: "hidden" })
+  const listed = await page.locator("#task-list li").evaluateAll((nodes) => nodes.map((n) => n.getAttribute("data-task-id")))
+  const newestFirst = (await (await fetch(`${srv.url}/tasks?pageSize=100`, { headers: V1 })).json()) as { tasks: Array<{ id: string }> }
+  t.same(listed, newestFirst.tasks.map((task) => task.id), "the server's order, each Task once")
+  t.same([...listed].sort(), [...ids].sort(), "every Task")
+  t.same(problems, [])
+})
+
+t.test("the inspector in chromium: a Task that ends before its subscription opens is shown ended, with no error", async (t) => {
+  const { srv, held } = await agent(t)
+  const res = await fetch(`${srv.url}/message:send`, {
+    method: "POST",
+    headers: V1,
+    body: JSON.stringify({ message: { messageId: "m-late", role: "ROLE_USER", parts: [{ text: "hold late" }] }, configuration: { returnImmediately: true } }),
+  })
+  const id = ((await res.json()) as { task: { id: string } }).task.id
+  const { page, problems, refused } = await browserPage(t)
+  // The page's subscription is held in the browser until the Task has ended on the server.
+  const asked = deferred()
+  const release = deferred()
+  await page.route(`**/tasks/${id}:subscribe`, async (route) => {
+    asked.resolve()
+    await release.promise
+    await route.continue()
+  })
+  await page.goto(`${srv.url}/inspector/#task=${id}`)
+  await asked.promise
+  t.notOk(await page.locator("#detail-meta .live").isVisible(), "not live before the stream is open")
+  await waitFor(() => held.has("hold late"), WAIT, "the Task to reach the model")
+  held.get("hold late")!.resolve("done before the stream")
+  await waitFor(async () => ((await (await fetch(`${srv.url}/tasks/${id}`, { headers: V1 })).json()) as { status: { state: string } }).status.state === "TASK_STATE_COMPLETED", WAIT, "the Task to end")
+  release.resolve()
+  await page.locator(".message.from-agent", { hasText: "done before the stream" }).waitFor()
+  await detailChip(page).filter({ hasText: "completed" }).waitFor()
+  t.ok(await page.getByRole("alert").isHidden(), "no error shown")
+  t.same([...refused], [`400 GET /tasks/${id}:subscribe`], "the server refused the late subscription, as it should")
+  t.same(problems, [])
 })
 
 t.test("the inspector with auth on in chromium: the token prompt, a wrong token refused, one principal's Tasks only", async (t) => {
