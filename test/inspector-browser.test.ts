@@ -49,7 +49,9 @@ async function agent(t: Test, extra: Partial<ToolnexusA2AOptions> = {}) {
  * violation is one), and, apart, the requests the server refused (`401 GET /tasks`), which a test expects or not.
  */
 async function browserPage(t: Test): Promise<{ browser: Browser; page: Page; problems: string[]; refused: Set<string> }> {
-  const browser = await chromium.launch({ executablePath: CHROMIUM })
+  const browser = await chromium.launch({ executablePath: CHROMIUM }).catch((err: Error) => {
+    throw new Error(`chromium could not start from ${CHROMIUM}: install Debian's chromium (apt-get install chromium; .ci/run does) or set CHROMIUM_PATH. ${err.message}`, { cause: err })
+  })
   t.teardown(() => browser.close())
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } })
   page.setDefaultTimeout(WAIT)
