@@ -526,7 +526,7 @@ t.test("an idle connection killed under the pool is reported, and the next query
   await store.save(task("p-1"))
   await store.get("p-1")
   const killed = await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND query LIKE $1`, [
-    `%FROM "${table}" WHERE id = $1`,
+    `%FROM "${table}" WHERE id = ANY%`,
   ])
   t.equal(killed.rowCount, 1)
   await waitFor(() => errors.length > 0, 20_000, "the error reported")
@@ -680,6 +680,33 @@ t.test("event log: a later end does not extend the log; appends after the end go
   await waitFor(async () => (await store.events.lastPosition("t-1")) === 0, 15_000, "the log to go")
   t.same(await eventRows(table), [], "with the event appended after its end")
   t.equal(await expiry(), undefined, "and its end")
+})
+
+t.test("event log: the appends and ends of many Tasks called at once share a few statements; a position two appends give is the first's", async (t) => {
+  const { open, table } = tablesFor(t)
+  const store = open()
+  await store.open()
+  const statements: string[] = []
+  // eslint-disable-next-line @typescript-eslint/unbound-method -- put back as it was, and called with its pool as `this`
+  const query = pg.Pool.prototype.query
+  pg.Pool.prototype.query = function (this: pg.Pool, ...args: unknown[]) {
+    const sent = args[0] as string | { text: string }
+    statements.push(typeof sent === "string" ? sent : sent.text)
+    return (query as (...a: unknown[]) => unknown).apply(this, args)
+  } as typeof query
+  t.teardown(() => {
+    pg.Pool.prototype.query = query
+  })
+  const ids = Array.from({ length: 40 }, (_, i) => `b-${i}`)
+  const held = await Promise.all([...ids.map((id) => store.events.append(id, logged(1, 2))), store.events.append("b-0", logged(2, 2))])
+  t.same(held, [...ids.map(() => []), [2]], "each append is told only the position another took first")
+  await Promise.all(ids.map((id) => store.events.ended(id)))
+  const appends = statements.filter((text) => text.includes(`INSERT INTO "${table}_events" `)).length
+  const ends = statements.filter((text) => text.includes(`INSERT INTO "${table}_events_ends" `)).length
+  t.ok(appends >= 1 && appends <= 4, `the ${ids.length + 1} appends went in ${appends} statements`)
+  t.ok(ends >= 1 && ends <= 4, `the ${ids.length} ends went in ${ends} statements`)
+  t.equal(Number((await admin.query(`SELECT count(*) FROM "${table}_events"`)).rows[0].count), ids.length * 2 + 1, "every event is stored once")
+  t.equal(Number((await admin.query(`SELECT count(*) FROM "${table}_events_ends"`)).rows[0].count), ids.length, "every end is stored")
 })
 
 t.test("event log: a sweep removes hundreds of ended logs in batches; two stores sweeping at once stay out of each other's way", async (t) => {

@@ -1,6 +1,8 @@
 /**
  * Group commit: items added while a commit is under way wait, and go
- * together in the next one (at most `maxBatch` each). An item added while
+ * together in the next one (at most `maxBatch` each). The same batching
+ * saves round trips for reads: gets called while one is under way share
+ * the next statement. An item added while
  * no commit is under way goes at once, alone: a quiet store adds no delay,
  * a busy one commits many items per flush. Each item's promise settles with
  * its own result, once the commit that carried it has returned.

@@ -1,6 +1,7 @@
 import type { JsonObject } from "../types.js"
 import { assertAppend, type EventLog, type LoggedEvent } from "./event-log.js"
 import { eventSweeper, type EventLogHost } from "./event-sweep.js"
+import { GroupCommit } from "./group-commit.js"
 import { textKey } from "./postgres-text.js"
 import type { RetentionSweeper } from "./retention.js"
 import { assertTaskId } from "./task-checks.js"
@@ -24,7 +25,9 @@ import { assertTaskId } from "./task-checks.js"
  * An append is one INSERT ... ON CONFLICT DO NOTHING RETURNING position: a
  * position already held keeps its row, and is told by its absence from what
  * the statement returns; two servers appending one position at once are
- * ordered by its key, one inserts and the other is told. Its commit does not
+ * ordered by its key, one inserts and the other is told. The appends (and
+ * the ends) of many Tasks called while one statement is under way go
+ * together in the next one (see GroupCommit): one round trip for the lot. Its commit does not
  * wait for the WAL to reach the disk (a tenth of the cost here): a crash
  * may lose the appends of its last moment, never a Task's data. Nor does
  * `ended`'s: a crash may lose the end of a log written in its last moment,
@@ -76,12 +79,22 @@ export interface PostgresEventHost extends EventLogHost {
 
 /** Logs one sweep statement deletes: each batch is its own short transaction. */
 const SWEEP_BATCH = 100
+/** Most appends (or ends) one statement carries. */
+const WRITE_BATCH = 256
+
+interface Append {
+  key: string
+  positions: number[]
+  texts: string[]
+}
 
 export class PostgresEventLog implements EventLog {
   private readonly sql: ReturnType<typeof statements>
   /** An ES private field: its timer stays out of JSON.stringify of the store. */
   readonly #sweeper: RetentionSweeper
   private stopping = false
+  private readonly appends = new GroupCommit<Append, number[]>((batch) => this.appendBatch(batch), { maxBatch: WRITE_BATCH, inFlight: 1 })
+  private readonly ends = new GroupCommit<string, void>((keys) => this.endBatch(keys), { maxBatch: WRITE_BATCH, inFlight: 1 })
 
   constructor(private readonly host: PostgresEventHost) {
     this.sql = statements(host.eventTable)
@@ -96,11 +109,29 @@ export class PostgresEventLog implements EventLog {
     if (events.length === 0) return []
     // Serialized before anything is written: an event that is not JSON refuses the whole append.
     const texts = events.map(({ event }) => JSON.stringify(event))
+    return this.appends.add({ key, positions: events.map((e) => e.position), texts })
+  }
+
+  /**
+   * One statement for the appends of a batch, rows in the order given. Each append is told the positions it
+   * did not insert; a position two appends in the batch both give is the first's, as if they ran one by one.
+   */
+  private async appendBatch(batch: Append[]): Promise<number[][]> {
     const pool = await this.host.pool()
-    const positions = events.map((e) => e.position)
-    const { rows } = await pool.query<{ position: string }>({ name: this.sql.appendName, text: this.sql.append, values: [key, positions, texts] })
-    const taken = new Set(rows.map((row) => Number(row.position)))
-    return positions.filter((position) => !taken.has(position))
+    const keys = batch.flatMap(({ key, positions }) => positions.map(() => key))
+    const { rows } = await pool.query<{ task_id: string; position: string }>({
+      name: this.sql.appendName,
+      text: this.sql.append,
+      values: [keys, batch.flatMap((append) => append.positions), batch.flatMap((append) => append.texts)],
+    })
+    const inserted = new Set(rows.map((row) => `${row.position}:${row.task_id}`))
+    return batch.map(({ key, positions }) => positions.filter((position) => !inserted.delete(`${position}:${key}`)))
+  }
+
+  private async endBatch(keys: string[]): Promise<void[]> {
+    const pool = await this.host.pool()
+    await pool.query({ name: this.sql.endedName, text: this.sql.ended, values: [keys, this.host.retentionMs] })
+    return keys.map(() => undefined)
   }
 
   async read(taskId: string, after: number, limit: number): Promise<LoggedEvent[]> {
@@ -125,9 +156,7 @@ export class PostgresEventLog implements EventLog {
   async ended(taskId: string): Promise<void> {
     this.host.assertOpen()
     assertTaskId(taskId)
-    const key = this.host.keyOf(taskId)
-    const pool = await this.host.pool()
-    await pool.query({ name: this.sql.endedName, text: this.sql.ended, values: [key, this.host.retentionMs] })
+    await this.ends.add(this.host.keyOf(taskId))
   }
 
   /** Starts the sweeps (the store's pool and tables are ready). */
@@ -157,21 +186,22 @@ export class PostgresEventLog implements EventLog {
 function statements(eventTable: string) {
   const { events, ends } = eventTables(eventTable)
   return {
-    // One statement whatever the batch: the positions and texts as two arrays, unnested side by side.
+    // One statement whatever the batch: the Tasks' keys, positions and texts as three arrays, unnested side by side.
     // Its commit does not wait for the WAL to reach the disk (set_config is local to the statement's
     // own transaction): a crash may lose the last appends of the moment, never a Task's data.
     appendName: "tn_event_append",
     append: `INSERT INTO ${events} (task_id, position, event)
-             SELECT $1, p, e FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed,
-                                  unnest($2::bigint[], $3::text[]) AS given(p, e)
+             SELECT t, p, e FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed,
+                                 unnest($1::text[], $2::bigint[], $3::text[]) AS given(t, p, e)
              ON CONFLICT (task_id, position) DO NOTHING
-             RETURNING position`,
+             RETURNING task_id, position`,
     read: `SELECT position, event FROM ${events} WHERE task_id = $1 AND position > $2::bigint ORDER BY position LIMIT $3::bigint`,
     lastPosition: `SELECT max(position) AS last FROM ${events} WHERE task_id = $1`,
     // The first end counts: a later one does not extend the log's time. Not waiting for the WAL's flush either (see the class).
     endedName: "tn_event_ended",
     ended: `INSERT INTO ${ends} (task_id, expires_at)
-            SELECT $1, now() + $2::float8 * interval '1 millisecond' FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed
+            SELECT DISTINCT k, now() + $2::float8 * interval '1 millisecond' FROM (SELECT set_config('synchronous_commit', 'off', true)) AS relaxed,
+                                                                                unnest($1::text[]) AS k
             ON CONFLICT (task_id) DO NOTHING`,
     removeExpired: `WITH due AS (
                       SELECT task_id FROM ${ends} WHERE expires_at <= now() ORDER BY expires_at LIMIT $1 FOR UPDATE SKIP LOCKED),

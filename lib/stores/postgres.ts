@@ -243,6 +243,8 @@ export class PostgresTaskStore implements TaskStore {
   private readonly writes = new WriteOrder()
   /** Saves, committed together: those called while a commit is under way go in the next one. */
   private readonly saves: GroupCommit<BatchedSave, number>
+  /** Reads by id, batched the same way: one statement for the gets called while one is under way. */
+  private readonly reads: GroupCommit<string, string | undefined>
   private readonly retention: RetentionSweeper | undefined
   private closing: Promise<void> | undefined
   private closed = false
@@ -273,6 +275,7 @@ export class PostgresTaskStore implements TaskStore {
     this.driverModule = opts.driverModule ?? "pg"
     this.sql = statements(this.table, this.leaseTable, this.eventTable)
     this.saves = new GroupCommit((rows) => this.writeBatch(rows), { maxBatch: SAVE_BATCH, inFlight: 1 })
+    this.reads = new GroupCommit((keys) => this.readBatch(keys), { maxBatch: SAVE_BATCH, inFlight: 2 })
     this.connection = new OpenOnce(() => this.openPool(), closedError)
     this.listener = new ChangeListener(this.channel, () => this.listenClient(), this.report)
     this.outboxListener = new ChangeListener(`${this.channel}_push`, () => this.listenClient(), this.report)
@@ -448,9 +451,16 @@ export class PostgresTaskStore implements TaskStore {
 
   /** The stored Task of a checked id. */
   private async read(id: string): Promise<A2ATask | undefined> {
+    const text = await this.reads.add(textKey(id))
+    return text === undefined ? undefined : taskFrom(text, id)
+  }
+
+  /** The stored text of each key (undefined: no row), in one statement. */
+  private async readBatch(keys: string[]): Promise<Array<string | undefined>> {
     const pool = await this.pool()
-    const { rows } = await pool.query<{ task: string }>({ name: this.sql.getName, text: this.sql.get, values: [textKey(id)] })
-    return rows.length === 0 ? undefined : taskFrom(rows[0].task, id)
+    const { rows } = await pool.query<{ id: string; task: string }>({ name: this.sql.getName, text: this.sql.get, values: [keys] })
+    const found = new Map(rows.map((row) => [row.id, row.task]))
+    return keys.map((key) => found.get(key))
   }
 
   /**
@@ -782,7 +792,7 @@ function statements(table: string, leaseTable: string, eventTable: string) {
                     FROM unnest($1::text[]) AS name`,
     // Prepared statements' names: each connection is of this store's own pool, so fixed names do (and stay under 63 bytes).
     getName: "tn_get",
-    get: `SELECT task::text AS task FROM ${tasks} WHERE id = $1`,
+    get: `SELECT id, task::text AS task FROM ${tasks} WHERE id = ANY ($1::text[])`,
     save: `WITH written AS (${written}) SELECT pg_notify($7, id) FROM written`,
     // The same for a batch of Tasks (a group commit): $1-$7 the rows' columns as arrays, $8 the channel, $9 the terminal states.
     saveBatchName: "tn_save_batch",
