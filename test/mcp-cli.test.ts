@@ -45,7 +45,7 @@ t.test("the command serves an agent whose model calls an MCP server's tool, and 
     { json: { choices: [{ message: { content: "asked the server" } }] } },
   ])
   const { url, child, lines } = await startCli(t, ["--port", "0", "--store", "memory", "--mcp-config", file, "--base-url", model.url, "--model", "m"])
-  t.match(lines.find((line) => line.msg === "toolnexus agent listening"), { mcpServers: ["files"], tools: 13 }, "the start line names the servers and counts the tools (builtins too)")
+  t.match(lines.find((line) => line.msg === "toolnexus agent listening"), { mcpServers: ["files"], tools: 14 }, "the start line names the servers and counts the tools (builtins too)")
   const [pid] = server.pids()
 
   const res = await callRpc(url, rpc("SendMessage", { message: userMessage("who serves you?"), configuration: { blocking: true } }))

@@ -56,6 +56,12 @@ t.test("createToolkit fails on a server that cannot start, naming the server and
     message: /^MCP server "files": mcpServers\.files\.command ".*node -e console\.error\('not an MCP server'\); process\.exit\(2\)" did not start an MCP server: MCP error -32000: Connection closed; it wrote: not an MCP server$/,
   })
 
+  const unlisted = stdioServer(t)
+  await t.rejects(createToolkit({ mcpServers: { files: { ...unlisted.config, env: { ...unlisted.config.env, MCP_FAIL_LIST: "1" } } } }), {
+    message: /^MCP server "files" did not list its tools: MCP error -32603: the tools list is broken$/,
+  })
+  t.notOk(alive(unlisted.pids()[0]), "a server that started but could not list its tools is ended")
+
   // One server starts, two fail: both failures are told, and the one that started is ended, as is a source handed in.
   const good = stdioServer(t)
   let sourceClosed = false

@@ -15,8 +15,8 @@ t.test("streamable HTTP: a call with the configured headers, list_changed over t
   t.ok(toolkit.get("web__echo"))
   t.same(await toolkit.execute("web__echo", { text: "over http" }), { output: "echo: over http", isError: false })
   t.ok(server.events.includes("authorization Bearer t0k"), "the headers reach the server")
-  t.same(await toolkit.execute("web__grow", {}), { output: "added extra_12", isError: false })
-  await waitFor(() => toolkit.get("web__extra_12") !== undefined, 10_000, "the added tool")
+  t.same(await toolkit.execute("web__grow", {}), { output: "added extra_13", isError: false })
+  await waitFor(() => toolkit.get("web__extra_13") !== undefined, 10_000, "the added tool")
   const session = server.requests.find((request) => request.session)?.session
   t.ok(session)
   await toolkit.close()

@@ -37,6 +37,7 @@ t.test("a stdio server's tools join the toolkit: names made valid and unique, sc
     "files__hang",
     "files__whoami",
     "files__grow",
+    "files__break_list",
     "files__odd_schema",
     `${long.slice(0, 55)}_${hashOf(long)}`,
   ], "every page of tools/list, in order; the second \"echo\" of the server is left out")
@@ -132,11 +133,24 @@ t.test("a call past callTimeoutMs is an error result; the hung server is ended a
 
 t.test("tools/list_changed: a tool the server adds joins the toolkit", async (t) => {
   const { toolkit } = await filesToolkit(t)
-  t.equal(toolkit.get("files__extra_12"), undefined)
-  t.same(await toolkit.execute("files__grow", {}), { output: "added extra_12", isError: false })
-  await waitFor(() => toolkit.get("files__extra_12") !== undefined, 10_000, "the new tool to be listed")
-  t.same(await toolkit.execute("files__extra_12", {}), { output: "ran extra_12", isError: false })
-  t.equal(toolkit.tools().length, 12)
+  t.equal(toolkit.get("files__extra_13"), undefined)
+  t.same(await toolkit.execute("files__grow", {}), { output: "added extra_13", isError: false })
+  await waitFor(() => toolkit.get("files__extra_13") !== undefined, 10_000, "the new tool to be listed")
+  t.same(await toolkit.execute("files__extra_13", {}), { output: "ran extra_13", isError: false })
+  t.equal(toolkit.tools().length, 13)
+})
+
+t.test("a list that fails after list_changed is logged, and the last list stays", async (t) => {
+  const logger = memoryLogger()
+  const server = stdioServer(t)
+  const toolkit = await createToolkit({ builtins: false, mcpServers: { files: server.config }, logger })
+  t.teardown(() => toolkit.close())
+  const before = toolkit.tools()
+  t.same(await toolkit.execute("files__break_list", {}), { output: "broken", isError: false })
+  await waitFor(() => logger.lines.some((line) => /listing them failed/.test(String(line.msg))), 10_000, "the failed listing to be logged")
+  t.match(logger.lines.find((line) => /listing them failed/.test(String(line.msg))), { level: "warn", mcpServer: "files", msg: "MCP server said its tools changed, but listing them failed; the last list stays", err: { message: /the tools list is broken/ } })
+  t.equal(toolkit.tools(), before, "the same list")
+  t.same(await toolkit.execute("files__echo", { text: "fine" }), { output: "echo: fine", isError: false })
 })
 
 t.test("close ends every server process; a call after it is an error result", async (t) => {

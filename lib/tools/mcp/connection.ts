@@ -32,18 +32,12 @@ export class McpConnection {
   /** Counts tools/list requests, so an older answer never replaces a newer one. */
   private listings = 0
   private applied = 0
-  private listed: McpTool[] = []
 
   constructor(
     readonly settings: McpServerSettings,
     private readonly onTools: (tools: readonly McpTool[]) => void,
     private readonly log?: Logger,
   ) {}
-
-  /** The tools the server listed last (kept while it is down, so a call can start it again). */
-  tools(): readonly McpTool[] {
-    return this.listed
-  }
 
   /** Opens the session and lists the tools, unless that is done; rejects with what went wrong. */
   async start(): Promise<void> {
@@ -137,7 +131,6 @@ export class McpConnection {
     }
     if (listing < this.applied) return
     this.applied = listing
-    this.listed = tools
     this.onTools(tools)
   }
 

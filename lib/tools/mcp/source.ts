@@ -72,13 +72,7 @@ export class McpToolSource implements ToolSource {
     this.made = made
     this.current = Object.freeze([...made.values()])
     if (unchanged) return
-    for (const listener of this.listeners) {
-      try {
-        listener()
-      } catch (err) {
-        this.log?.warn({ mcpServer: this.settings.name, ...errorFields(err) }, "a listener of the MCP server's tools failed")
-      }
-    }
+    for (const listener of this.listeners) listener()
   }
 
   private toolFor(tool: McpTool): Tool {
