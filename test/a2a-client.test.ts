@@ -135,6 +135,18 @@ t.test("a call that does not answer in time fails saying so; the caller's abort 
   await t.rejects(call, { message: "run canceled" })
 })
 
+t.test("an answer larger than maxBytes is refused, and its connection dropped", async (t) => {
+  let closed = false
+  const url = await localServer(t, (_req, res) => {
+    res.on("close", () => (closed = true))
+    res.writeHead(200, { "content-type": "application/json" })
+    res.write(`"${"x".repeat(64 * 1024)}`) // and never ends
+  })
+  await t.rejects(callJson("GET", url, { headers: {}, timeoutMs: 60_000, maxBytes: 1000 }), { message: `GET ${url}: the answer is larger than 1000 bytes` })
+  await waitFor(() => closed, 10_000, "the connection to be dropped")
+  t.ok(closed)
+})
+
 t.test("JSON-RPC: the tenant goes in every call's params; an answer without a result is refused", async (t) => {
   const agent = await scriptedAgent(t, (method) => (method === "GetTask" ? undefined : task("TASK_STATE_COMPLETED")))
   const transport = jsonRpcTransport({ binding: "JSONRPC", version: "1.0", url: agent.url, tenant: "acme" }, HTTP)

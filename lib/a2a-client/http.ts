@@ -21,7 +21,12 @@ export interface HttpOptions {
   headers: Record<string, string>
   /** How long one call may take, in ms. */
   timeoutMs: number
+  /** The largest answer read, in bytes; default MAX_ANSWER_BYTES. */
+  maxBytes?: number
 }
+
+/** An answer larger than this is refused: an agent's Task is far smaller (toolnexus keeps its own under 4 MiB). */
+export const MAX_ANSWER_BYTES = 8 * 1024 * 1024
 
 /** What a call answered: its status and its body parsed as JSON (undefined when empty or not JSON). */
 export interface HttpAnswer {
@@ -51,10 +56,11 @@ export async function callJson(
       signal,
       redirect: "follow",
     })
-    text = await response.text()
+    text = await readAtMost(response, opts.maxBytes ?? MAX_ANSWER_BYTES)
   } catch (err) {
     if (opts.signal?.aborted) throw opts.signal.reason
     if (timeout.aborted) throw new RemoteAgentError(`${method} ${shown} did not answer within ${opts.timeoutMs} ms`)
+    if (err instanceof RemoteAgentError) throw new RemoteAgentError(`${method} ${shown}: ${err.message}`)
     const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause
     throw new RemoteAgentError(`${method} ${shown} failed: ${cause?.code ?? cause?.message ?? (err as Error).message}`)
   }
@@ -65,4 +71,19 @@ export async function callJson(
     body = undefined
   }
   return { status: response.status, body }
+}
+
+/** The body as text, refusing (and dropping the connection of) one larger than `maxBytes`. */
+async function readAtMost(response: Response, maxBytes: number): Promise<string> {
+  const chunks: Uint8Array[] = []
+  let size = 0
+  if (response.body) {
+    for await (const chunk of response.body) {
+      size += chunk.byteLength
+      // Leaving the loop by a throw cancels the stream, and so the rest of the answer.
+      if (size > maxBytes) throw new RemoteAgentError(`the answer is larger than ${maxBytes} bytes`)
+      chunks.push(chunk)
+    }
+  }
+  return Buffer.concat(chunks).toString("utf8")
 }
