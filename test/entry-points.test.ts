@@ -68,3 +68,13 @@ t.test("@fastify/rate-limit is loaded only by an agent that sets rateLimit", asy
   t.notOk((await packagesLoaded(t, "plugins/index.js", agent(""))).has("@fastify/rate-limit"), "without rateLimit: not loaded")
   t.ok((await packagesLoaded(t, "plugins/index.js", agent("rateLimit: { max: 5, timeWindow: 1000 }"))).has("@fastify/rate-limit"), "with rateLimit: loaded")
 })
+
+t.test("the MCP SDK is loaded only by a toolkit with mcpServers", async (t) => {
+  const toolkit = (options: string) => `
+    const { createToolkit } = ${importOf("lib/client/index.js")}
+    const toolkit = await createToolkit(${options})
+    await toolkit.close()`
+  t.notOk((await packagesLoaded(t, "lib/client/index.js", toolkit("{}"))).has("@modelcontextprotocol/sdk"), "without mcpServers: not loaded")
+  const server = JSON.stringify({ command: process.execPath, args: [path.join(root, "test", "fixtures", "mcp-stdio-server.mjs")] })
+  t.ok((await packagesLoaded(t, "lib/client/index.js", toolkit(`{ mcpServers: { files: ${server} } }`))).has("@modelcontextprotocol/sdk"), "with mcpServers: loaded")
+})
