@@ -32,6 +32,8 @@ const page = {
   following: undefined,
   /** Bumps on each list load, so an older answer arriving late is dropped. */
   listRun: 0,
+  /** The server asked for a token (a 401 came): the header then offers to sign in. */
+  authNeeded: false,
 }
 
 // ---------------------------------------------------------------------------
@@ -49,6 +51,7 @@ function clearError() {
 
 /** The sign-in dialog, saying why (the server's 401 message); a token is asked for only once at a time. */
 function askForToken(reason) {
+  page.authNeeded = true
   const dialog = $("sign-in")
   const hadToken = Boolean(sessionStorage.getItem(TOKEN_KEY))
   $("sign-in-reason").textContent = hadToken ? `The server refused the token: ${reason}` : `This server needs a token. ${reason}`
@@ -61,7 +64,13 @@ function showTokenState() {
   const has = Boolean(sessionStorage.getItem(TOKEN_KEY))
   $("token-state").hidden = !has
   $("forget-token").hidden = !has
+  $("open-sign-in").hidden = has || !page.authNeeded
 }
+
+// The prompt closed without a token (Escape): the header's button opens it again.
+$("open-sign-in").addEventListener("click", () => {
+  if (!$("sign-in").open) $("sign-in").showModal()
+})
 
 $("sign-in-form").addEventListener("submit", (event) => {
   event.preventDefault()
@@ -78,9 +87,12 @@ $("sign-in-form").addEventListener("submit", (event) => {
 $("forget-token").addEventListener("click", () => {
   sessionStorage.removeItem(TOKEN_KEY)
   stopFollowing()
+  // Nothing the token showed stays on the page.
   page.tasks.clear()
   page.order = []
   page.total = undefined
+  page.statuses.clear()
+  history.replaceState(null, "", location.pathname + location.search)
   void select(undefined)
   renderList()
   showTokenState()

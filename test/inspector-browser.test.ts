@@ -279,6 +279,12 @@ t.test("the inspector with auth on in chromium: the token prompt, a wrong token 
   t.equal(await page.getByLabel("Bearer token").getAttribute("type"), "password", "the token is typed into a password field")
   await screenshot(page, "inspector-sign-in.png")
 
+  // Closed without a token (Escape), the prompt comes back from the header's button.
+  await page.keyboard.press("Escape")
+  await dialog.waitFor({ state: "hidden" })
+  await page.locator("header").getByRole("button", { name: "Sign in" }).click()
+  await dialog.waitFor()
+
   await page.getByLabel("Bearer token").fill("wrong-token-0123456789")
   await dialog.getByRole("button", { name: "Sign in" }).click()
   await dialog.getByText(/The server refused the token: Unauthorized/).waitFor()
@@ -310,6 +316,8 @@ t.test("the inspector with auth on in chromium: the token prompt, a wrong token 
   await dialog.waitFor()
   t.equal(await page.evaluate(() => sessionStorage.getItem("toolnexus.inspector.token")), null, "forgotten")
   t.equal(await taskItems(page).count(), 0, "and what it showed is gone from the page")
+  t.equal(await page.locator("#detail-title").textContent(), "No Task selected")
+  t.notMatch(page.url(), /#task=/, "the address no longer names a Task")
 
   // Bob's Task is still his, untouched by alice's visit.
   const bobsList = (await (await fetch(`${srv.url}/tasks`, { headers: { ...V1, authorization: `Bearer ${BOB}` } })).json()) as { tasks: Array<{ id: string }> }
