@@ -98,6 +98,7 @@ export function targets(results) {
       : []),
     ...(results.streaming ? streamingTargets(results.streaming) : []),
     ...(results.bindings ? bindingTargets(results.bindings) : []),
+    ...(results.shared ? sharedTargets(results.shared) : []),
   ].map((row) => ({ ...row, met: row.value >= row.target && row.clean !== false && !row.notServed }))
 }
 
@@ -126,6 +127,64 @@ function bindingTargets(bindings) {
     }
   }
   return rows
+}
+
+/** Issue 17's rows: ours on Postgres against the SDK's DatabaseTaskStore on the same database. */
+function sharedTargets(shared) {
+  return ["GetTask", "SendMessage"].map((scenario) => {
+    const name = `${SCENARIO_NAMES[scenario]} on Postgres ours/SDK DatabaseTaskStore`
+    const runs = shared.samples[scenario]
+    if (!runs?.pg || !runs?.sdk) return { name, value: NaN, target: 3, notServed: true }
+    return {
+      name,
+      value: roundRatio(runs.pg.map((r) => r.rps), runs.sdk.map((r) => r.rps)),
+      byCpu: roundRatio(runs.sdk.map((r) => r.cpuUsPerRequest), runs.pg.map((r) => r.cpuUsPerRequest)),
+      target: 3,
+      clean: shared.medians[scenario].pg.bad === 0 && shared.medians[scenario].sdk.bad === 0,
+    }
+  })
+}
+
+/** One stdout line: the shared stores' medians. */
+function sharedSummary(shared) {
+  const parts = ["GetTask", "SendMessage"].map((scenario) => {
+    const m = shared.medians[scenario] ?? {}
+    return `${scenario} ${Object.entries(m).map(([key, row]) => `${key} ${fixed(row.rps)} (${fixed(row.cpuUsPerRequest)} µs CPU)`).join(", ")}`
+  })
+  return `  shared stores: ${parts.join("; ")}${Object.keys(shared.skipped ?? {}).length ? `; not run: ${Object.keys(shared.skipped).join(", ")}` : ""}`
+}
+
+function sharedSection(shared, settings) {
+  const labels = Object.fromEntries(shared.sides.map((side) => [side.key, side.label]))
+  const rows = []
+  const ratios = []
+  const byRate = (a, b) => times(roundRatio(a.map((r) => r.rps), b.map((r) => r.rps)))
+  const byCpu = (a, b) => times(roundRatio(b.map((r) => r.cpuUsPerRequest), a.map((r) => r.cpuUsPerRequest)))
+  for (const scenario of ["GetTask", "SendMessage"]) {
+    const runs = shared.samples[scenario] ?? {}
+    for (const [key, label] of Object.entries(labels)) {
+      const m = shared.medians[scenario]?.[key]
+      if (!m) continue
+      rows.push([SCENARIO_NAMES[scenario], `${key}: ${label}`, fixed(m.rps), fixed(m.p50, 1), fixed(m.p99, 1), fixed(m.cpuUsPerRequest), runs[key].map((r) => fixed(r.rps)).join(" / "), String(m.bad)])
+    }
+    if (runs.pg && runs.sdk) ratios.push([SCENARIO_NAMES[scenario], "ours on Postgres/SDK on Postgres", byRate(runs.pg, runs.sdk), byCpu(runs.pg, runs.sdk), "≥ 3×"])
+    if (runs.nats && runs.sdk) ratios.push([SCENARIO_NAMES[scenario], "ours on NATS/SDK on Postgres", byRate(runs.nats, runs.sdk), byCpu(runs.nats, runs.sdk), ""])
+  }
+  const skipped = Object.entries(shared.skipped ?? {}).map(([service, why]) => `${service} did not answer (${why}): its rows are not here.`)
+  return `## Shared stores: Postgres and NATS against the SDK's DatabaseTaskStore (issue 17)
+
+${markdownTable(["scenario", "server", "req/s (median)", "p50 ms", "p99 ms", "server CPU µs/req", "req/s per round", "bad answers"], rows)}
+
+${markdownTable(["scenario", "ratio", "req/s (median of per-round ratios)", "by server CPU per request", "target"], ratios)}
+
+${skipped.join(" ")}Ours is \`serve()\` (\`logger: false\`, the echo agent) on a \`postgres://…?table=\` or \`nats://…?bucket=\` store; the SDK's
+server is server C's (Express, \`DefaultRequestHandler\`, the echo executor) with its \`DatabaseTaskStore\` over Kysely's
+pg dialect (a pool of 10, as ours) on the same database, its table made as its own migration makes it. Tables and
+buckets are this run's own, dropped after it. As the HTTP phase: ${settings.connections} connections, ${settings.seconds} s per run after 1 s of
+warm-up each, the servers back to back (in reverse in even rounds), medians over rounds; server CPU is the server
+child's per answer (the database's own CPU is not in it: it runs on the same 2 CPUs as everything else).
+
+`
 }
 
 /** Whether a target's row is met, for the tables: ours not serving the binding, or bad answers, say so. */
@@ -441,6 +500,7 @@ export async function writeReport(results, { root, here }) {
         ]
       : []),
     ...(results.bindings ? [bindingsSummary(results.bindings)] : []),
+    ...(results.shared ? [sharedSummary(results.shared)] : []),
     "",
     "Ratio (median of per-round ratios)                                 value   target  met   by server CPU/request",
     ...rows.map((row) => `  ${row.name.padEnd(65)} ${times(row.value).padStart(7)}  ≥${String(row.target).padEnd(5)} ${metText(row, false).padEnd(5)} ${row.byCpu === undefined ? "" : times(row.byCpu)}`),
@@ -505,7 +565,7 @@ ${beforeAfter(results, baseline)}## HTTP: GetTask and SendMessage→completed
 
 ${httpTable(results)}
 
-${results.bindings ? bindingsSection(results.bindings, results.settings) : ""}## FileTaskStore against raw fs (16 concurrent, 256 ids, ${results.settings.fileSeconds} s per run, ${results.settings.fileRounds} rounds)
+${results.bindings ? bindingsSection(results.bindings, results.settings) : ""}${results.shared ? sharedSection(results.shared, results.settings) : ""}## FileTaskStore against raw fs (16 concurrent, 256 ids, ${results.settings.fileSeconds} s per run, ${results.settings.fileRounds} rounds)
 
 ${markdownTable(["operation", "ops/s (median)", "per round"], [
   ["save: FileTaskStore.save (durable)", fixed(f.saveOurs), fileStore.samples.saveOurs.map((v) => fixed(v)).join(" / ")],
