@@ -197,7 +197,12 @@ async function select(id) {
     show(task)
     if (!isFinalForNow(task.status?.state)) void follow(id, (signal) => api.subscribe(id, signal))
   } catch (err) {
-    if (page.selected === id) showError(err)
+    if (page.selected !== id) return
+    // Nothing to show: the pane goes back to its invitation, and the error says why.
+    page.selected = undefined
+    renderDetail()
+    renderList()
+    showError(err)
   }
 }
 
@@ -313,11 +318,18 @@ function renderDetail() {
   ]
   $("detail-meta").replaceChildren(...meta.filter(Boolean))
 
-  const history = [...(task.history ?? [])]
+  const history = task.history ?? []
   const statusMessage = task.status?.message
-  if (statusMessage && !history.some((m) => m.messageId === statusMessage.messageId)) history.push(statusMessage)
-  $("conversation").replaceChildren(...history.map(messageView))
-  if (history.length === 0) $("conversation").append(el("li", { class: "muted", text: "No messages kept (the list asks for the latest ones only)." }))
+  const views = history.map((message) => messageView(message))
+  if (statusMessage && !history.some((m) => m.messageId === statusMessage.messageId)) views.push(messageView(statusMessage, `status message (${stateChip(state).textContent})`))
+  const conversation = $("conversation")
+  // New messages (an answer came) scroll into view; a re-render of the same ones keeps the reader's place.
+  const grew = conversation.dataset.task !== task.id || Number(conversation.dataset.count) < views.length
+  conversation.replaceChildren(...views)
+  if (views.length === 0) conversation.append(el("li", { class: "muted", text: "No messages." }))
+  conversation.dataset.task = task.id
+  conversation.dataset.count = String(views.length)
+  if (grew && views.length > 0) conversation.parentElement.scrollTop = conversation.parentElement.scrollHeight
 
   const artifacts = task.artifacts ?? []
   $("artifacts").replaceChildren(...artifacts.map(artifactView))

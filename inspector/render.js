@@ -76,13 +76,13 @@ export function partsView(parts = []) {
 
 const mediaType = (part) => (part.mediaType ? el("span", { class: "muted", text: ` ${part.mediaType}` }) : undefined)
 
-/** One message of the conversation: who sent it, and its parts. */
-export function messageView(message) {
+/** One message of the conversation: who sent it, and its parts; `note` says what else it is (the Task's status message). */
+export function messageView(message, note) {
   const agent = message.role === "ROLE_AGENT"
   return el(
     "li",
     { class: `message ${agent ? "from-agent" : "from-user"}`, "data-role": agent ? "agent" : "user" },
-    el("div", { class: "message-who", text: agent ? "Agent" : "User" }),
+    el("div", { class: "message-who", text: `${agent ? "Agent" : "User"}${note ? ` · ${note}` : ""}` }),
     partsView(message.parts),
   )
 }

@@ -193,6 +193,7 @@ t.test("the inspector in chromium: send, see the answer, the list, the detail, l
   // Errors are shown on the page: a Task that does not exist.
   await page.goto(`${srv.url}/inspector/#task=no-such-task`)
   await page.getByRole("alert").filter({ hasText: "Task not found: no-such-task" }).waitFor()
+  await page.locator("#detail-title", { hasText: "No Task selected" }).waitFor()
   await page.getByRole("button", { name: "Dismiss" }).click()
   await page.getByRole("alert").waitFor({ state: "hidden" })
 
