@@ -120,9 +120,9 @@ t.test("a cancel during a slow tool reaches the server as notifications/cancelle
 })
 
 t.test("a call past callTimeoutMs is an error result; the hung server is ended and started again at the next call", async (t) => {
-  const { toolkit, events, pids } = await filesToolkit(t, { callTimeoutMs: 1000 })
+  const { toolkit, events, pids } = await filesToolkit(t, { callTimeoutMs: 1500 })
   const hung = await toolkit.execute("files__hang", {})
-  t.same(hung, { output: 'Tool files__hang failed: MCP server "files" did not answer within 1000 ms (callTimeoutMs); the call was canceled and the server is restarted at the next call', isError: true })
+  t.same(hung, { output: 'Tool files__hang failed: MCP server "files" did not answer within 1500 ms (callTimeoutMs); the call was canceled and the server is restarted at the next call', isError: true })
   t.ok(events().includes("hang started"))
   const [first] = pids()
   await gone([first])
