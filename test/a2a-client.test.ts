@@ -190,6 +190,42 @@ t.test("an abort during the send still cancels the Task the send started, once i
   t.equal(agent.calls.filter((call) => call.method === "SendMessage").length, 1)
 })
 
+t.test("a long Task survives a few failed polls in a row (5xx, a dropped connection), not more, nor an error the agent answered", async (t) => {
+  /** Answers GetTask with `script`'s next entry: a status to fail with, "drop" to close the connection, or a state. */
+  const agentWith = async (script: Array<number | string>) => {
+    const gets: string[] = []
+    const url = await localServer(t, (req, res) => {
+      let raw = ""
+      req.on("data", (chunk: Buffer) => (raw += String(chunk)))
+      req.on("end", () => {
+        const body = JSON.parse(raw) as { id: string; method: string }
+        const reply = (result: unknown) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: body.id, result }))
+        if (body.method === "SendMessage") return reply({ task: task("TASK_STATE_WORKING") })
+        if (body.method === "CancelTask") return reply(task("TASK_STATE_CANCELED"))
+        const next = script.shift() ?? "TASK_STATE_WORKING"
+        gets.push(String(next))
+        if (next === "drop") return void res.socket?.destroy()
+        if (typeof next === "number") return void res.writeHead(next, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: body.id, error: { code: -32603, message: "busy" } }))
+        reply(task(next, { artifacts: [{ parts: [{ text: "made it" }] }] }))
+      })
+    })
+    const remote = await connectRemoteAgent({ url: await cardFor(t, `${url}/`) })
+    t.teardown(() => remote.close())
+    return { remote, gets }
+  }
+  const survives = await agentWith([503, "drop", 502, "TASK_STATE_COMPLETED"])
+  t.match(await survives.remote.ask({ text: "go" }), { state: "completed", artifactText: "made it" })
+  t.same(survives.gets, ["503", "drop", "502", "TASK_STATE_COMPLETED"])
+
+  const gives = await agentWith([503, 503, 503, 503, "TASK_STATE_COMPLETED"])
+  await t.rejects(gives.remote.ask({ text: "go" }), { message: /^GetTask answered error -32603: busy$/ }, "the fourth failure in a row fails the call")
+  t.equal(gives.gets.length, 4)
+
+  const refused = await agentWith([404, "TASK_STATE_COMPLETED"])
+  await t.rejects(refused.remote.ask({ text: "go" }), { message: /^GetTask answered error -32603: busy$/ }, "a 4xx is not tried again")
+  t.equal(refused.gets.length, 1)
+})
+
 t.test("a Task running past taskTimeoutMs is canceled and the call fails saying so", async (t) => {
   const agent = await scriptedAgent(t, (method) => (method === "SendMessage" ? { task: task("TASK_STATE_WORKING") } : task(method === "CancelTask" ? "TASK_STATE_CANCELED" : "TASK_STATE_WORKING")))
   const remote = await connectRemoteAgent({ url: await cardFor(t, agent.url), taskTimeoutMs: 100 })

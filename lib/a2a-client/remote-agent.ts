@@ -27,6 +27,11 @@ export const DEFAULT_TASK_TIMEOUT_MS = 15 * 60_000
 /** Polling starts quick (a short Task answers at once) and slows down to this. */
 const FIRST_POLL_MS = 50
 const MAX_POLL_MS = 1000
+/** GetTask failures in a row a long Task survives (a dropped connection, a 5xx, a timeout): more, and the call fails. */
+const POLL_FAILURES_TOLERATED = 3
+
+/** A failure the next poll may not meet: no answer at all, or a 5xx. An error the agent answered (a 4xx, a JSON-RPC error) is not. */
+const isTransient = (err: unknown) => err instanceof RemoteAgentError && (err.status === undefined || err.status >= 500)
 
 const BINDINGS: readonly Binding[] = ["JSONRPC", "HTTP+JSON", "GRPC"]
 
@@ -111,6 +116,7 @@ export function followingAgent(card: RemoteCard, endpoint: AgentEndpoint, transp
       }
       if (task.kind === "message") return task
       let delay = FIRST_POLL_MS
+      let failures = 0
       try {
         while (!isSettled(task.state)) {
           if (Date.now() - started > taskTimeoutMs) {
@@ -118,7 +124,12 @@ export function followingAgent(card: RemoteCard, endpoint: AgentEndpoint, transp
           }
           await sleep(delay, signal)
           delay = Math.min(delay * 2, MAX_POLL_MS)
-          task = await transport.get(task.id, signal)
+          try {
+            task = await transport.get(task.id, signal)
+            failures = 0
+          } catch (err) {
+            if (signal?.aborted || !isTransient(err) || ++failures > POLL_FAILURES_TOLERATED) throw err
+          }
         }
       } catch (err) {
         await cancelQuietly(task.id)
