@@ -1,4 +1,5 @@
 import fs from "node:fs"
+import http from "node:http"
 import path from "node:path"
 import Fastify from "fastify"
 import t from "tap"
@@ -121,6 +122,28 @@ t.test("unknown files and paths out of the folder are 404, whatever their spelli
     t.equal(res.statusCode, 404, url)
     t.notMatch(res.body, /"name":\s*"toolnexus"|root:/, `${url}: no file of the package or system`)
   }
+})
+
+t.test("over a real socket, raw paths out of the folder (no client normalises them) are 404 too", async (t) => {
+  const srv = await serve("127.0.0.1:0", { client, logger: false, a2a: { inspector: true } })
+  t.teardown(() => srv.stop())
+  const { hostname, port } = new URL(srv.url)
+  const rawGet = (pathname: string, headers: Record<string, string> = {}) =>
+    new Promise<{ status: number; body: string }>((resolve, reject) => {
+      http
+        .get({ host: hostname, port, path: pathname, headers }, (res) => {
+          let body = ""
+          res.setEncoding("utf8").on("data", (chunk: string) => (body += chunk))
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, body }))
+        })
+        .on("error", reject)
+    })
+  for (const raw of ["/inspector/../package.json", "/inspector/../../etc/passwd", "/inspector/..%2f..%2fpackage.json", "/inspector/%2e%2e%2f%2e%2e%2fpackage.json", "/inspector/index.html%00.js", "/inspector/./inspector.js/.."]) {
+    const res = await rawGet(raw)
+    t.equal(res.status, 404, raw)
+    t.notMatch(res.body, /"name":\s*"toolnexus"|root:/, `${raw}: no file of the package or system`)
+  }
+  t.equal((await rawGet("/inspector/", { "if-none-match": `"${"x".repeat(8000)}", *` })).status, 304, "a long If-None-Match is read as any other (* matches)")
 })
 
 t.test("a tenant named inspector still reaches its A2A routes: only the page's own files are taken", async (t) => {
