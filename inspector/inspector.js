@@ -5,6 +5,7 @@ import { artifactView, el, isFinalForNow, isTerminal, messageView, STATES, state
 
 const TOKEN_KEY = "toolnexus.inspector.token"
 const PAGE_SIZE = 20
+const AUTO_REFRESH_MS = 5000
 /** Enough of each listed Task's history for its preview: the last question and its answer. */
 const PREVIEW_HISTORY = 2
 
@@ -169,6 +170,13 @@ $("clear-filters").addEventListener("click", () => {
 })
 $("refresh").addEventListener("click", () => void reloadAll())
 $("more").addEventListener("click", () => void loadList(true))
+
+// While ticked, the first page is read again now and then: new Tasks and changed states show without a click.
+// It waits while the tab is hidden, the sign-in prompt is open, or the reader has loaded more pages (a reload would drop them).
+setInterval(() => {
+  const quiet = document.visibilityState === "visible" && !$("sign-in").open && page.order.length <= PAGE_SIZE
+  if ($("auto-refresh").checked && quiet) void loadList()
+}, AUTO_REFRESH_MS)
 
 // ---------------------------------------------------------------------------
 // One Task

@@ -154,6 +154,17 @@ t.test("the inspector in chromium: send, see the answer, the list, the detail, l
   await page.locator(".message.from-agent", { hasText: "answered while watched" }).waitFor()
   await item.locator(".chip", { hasText: "completed" }).waitFor()
 
+  // With auto-refresh ticked, a Task another peer starts appears in the list without a click.
+  await page.getByLabel("Refresh the list every 5 s").check()
+  const another = await fetch(`${srv.url}/message:send`, {
+    method: "POST",
+    headers: V1,
+    body: JSON.stringify({ message: { messageId: "m-auto", role: "ROLE_USER", parts: [{ text: "from another peer" }] } }),
+  })
+  const anotherId = ((await another.json()) as { task: { id: string } }).task.id
+  await page.locator(`#task-list li[data-task-id="${anotherId}"]`).waitFor()
+  await page.getByLabel("Refresh the list every 5 s").uncheck()
+
   // A question back (input-required), answered from the compose box: the same Task goes on.
   await send(page, "ask me something")
   await detailChip(page).filter({ hasText: "input required" }).waitFor()
@@ -170,13 +181,13 @@ t.test("the inspector in chromium: send, see the answer, the list, the detail, l
   // Filters: by state, then by the context of a Task (its context button).
   await page.getByLabel("State").selectOption({ label: "completed" })
   await page.getByRole("button", { name: "Apply filters" }).click()
-  await page.locator("#task-count", { hasText: "(4)" }).waitFor()
-  t.equal(await taskItems(page).count(), 4)
+  await page.locator("#task-count", { hasText: "(5)" }).waitFor()
+  t.equal(await taskItems(page).count(), 5)
   await page.getByLabel("State").selectOption({ label: "working" })
   await page.getByRole("button", { name: "Apply filters" }).click()
   await page.locator("#list-empty").waitFor({ state: "visible" })
   await page.getByRole("button", { name: "Clear" }).click()
-  await taskItems(page).nth(3).waitFor()
+  await taskItems(page).nth(4).waitFor()
   await page.locator(`#task-list li[data-task-id="${firstId}"] button`).click()
   await page.locator("#detail-title", { hasText: firstId }).waitFor()
   await page.locator("#detail-meta button.link").click()
@@ -199,7 +210,7 @@ t.test("the inspector in chromium: send, see the answer, the list, the detail, l
 
   // The picture to look at: every Task listed, the question-and-answer one shown.
   await page.getByRole("button", { name: "Clear" }).click()
-  await page.locator("#task-count", { hasText: "(5)" }).waitFor()
+  await page.locator("#task-count", { hasText: "(6)" }).waitFor()
   await page.goto(`${srv.url}/inspector/#task=${asking}`)
   await page.locator(".message.from-agent", { hasText: "echo: Paris" }).waitFor()
   const shot = await screenshot(page, "inspector.png")
