@@ -90,6 +90,7 @@ t.test("a server that crashes gives an error result, is started again at the nex
   const server = stdioServer(t)
   const toolkit = await createToolkit({ builtins: false, mcpServers: { files: server.config }, logger })
   t.teardown(() => toolkit.close())
+  const listed = toolkit.tools()
   const first = Number((await toolkit.execute("files__whoami", {})).output)
   t.same(server.pids(), [first])
   const crash = await toolkit.execute("files__crash", {})
@@ -103,6 +104,7 @@ t.test("a server that crashes gives an error result, is started again at the nex
   t.not(Number(second.output), first, "a new process answers")
   t.same(server.pids(), [first, Number(second.output)])
   t.same(await toolkit.execute("files__echo", { text: "again" }), { output: "echo: again", isError: false })
+  t.equal(toolkit.tools(), listed, "the new process lists the same tools: the toolkit's list is left as it was")
 })
 
 t.test("a cancel during a slow tool reaches the server as notifications/cancelled; the server keeps running", async (t) => {
@@ -134,10 +136,12 @@ t.test("a call past callTimeoutMs is an error result; the hung server is ended a
 t.test("tools/list_changed: a tool the server adds joins the toolkit", async (t) => {
   const { toolkit } = await filesToolkit(t)
   t.equal(toolkit.get("files__extra_13"), undefined)
+  const echo = toolkit.get("files__echo")
   t.same(await toolkit.execute("files__grow", {}), { output: "added extra_13", isError: false })
   await waitFor(() => toolkit.get("files__extra_13") !== undefined, 10_000, "the new tool to be listed")
   t.same(await toolkit.execute("files__extra_13", {}), { output: "ran extra_13", isError: false })
   t.equal(toolkit.tools().length, 13)
+  t.equal(toolkit.get("files__echo"), echo, "an unchanged tool keeps its object (and the toolkit its compiled schema)")
 })
 
 t.test("a list that fails after list_changed is logged, and the last list stays", async (t) => {

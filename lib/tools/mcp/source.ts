@@ -68,10 +68,11 @@ export class McpToolSource implements ToolSource {
       const key = JSON.stringify([tool.name, tool.title, tool.description, tool.inputSchema])
       made.set(key, this.made.get(key) ?? this.toolFor(tool))
     }
-    const unchanged = made.size === this.made.size && [...made.keys()].every((key, i) => [...this.made.keys()][i] === key)
+    const before = [...this.made.keys()]
+    const unchanged = made.size === before.length && [...made.keys()].every((key, i) => before[i] === key)
     this.made = made
-    this.current = Object.freeze([...made.values()])
     if (unchanged) return
+    this.current = Object.freeze([...made.values()])
     for (const listener of this.listeners) listener()
   }
 
