@@ -187,6 +187,21 @@ child's per answer (the database's own CPU is not in it: it runs on the same 2 C
 `
 }
 
+function steadySection(steady, settings) {
+  const rows = steady.rows.map((r) => [r.store, SCENARIO_NAMES[r.scenario], fixed(r.peakRps), String(r.rate), fixed(r.rps), fixed(r.p50Ms, 2), fixed(r.p99Ms, 2), fixed(r.p999Ms, 2), fixed(r.maxMs, 1), fixed(r.cpuUsPerRequest), String(r.bad)])
+  const skipped = Object.entries(steady.skipped ?? {}).map(([service, why]) => `${service} did not answer (${why}): its rows are not here.`)
+  return `## Latency under a steady load: half the peak rate, every store (issue 17)
+
+${markdownTable(["store", "scenario", "peak req/s", "held at req/s", "achieved req/s", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "server CPU µs/req", "bad answers"], rows)}
+
+${skipped.join(" ")}Per store, one \`serve()\` child (\`logger: false\`); the peak is the median of two ${settings.seconds} s runs as fast as it answers
+(${settings.connections} connections), then the load is held at half that rate for ${settings.steadySeconds} s (autocannon's \`overallRate\`, the same
+connections) and every answer's time is kept: the percentiles are of those times (autocannon's own histogram counts
+whole milliseconds).
+
+`
+}
+
 /** Whether a target's row is met, for the tables: ours not serving the binding, or bad answers, say so. */
 const metText = (row, markdown) => (row.met ? "yes" : row.notServed ? (markdown ? "**no: ours not served**" : "NOT SERVED") : row.clean === false ? (markdown ? "**no: bad answers**" : "BAD") : markdown ? "**no**" : "NO")
 
@@ -565,7 +580,7 @@ ${beforeAfter(results, baseline)}## HTTP: GetTask and SendMessage→completed
 
 ${httpTable(results)}
 
-${results.bindings ? bindingsSection(results.bindings, results.settings) : ""}${results.shared ? sharedSection(results.shared, results.settings) : ""}## FileTaskStore against raw fs (16 concurrent, 256 ids, ${results.settings.fileSeconds} s per run, ${results.settings.fileRounds} rounds)
+${results.bindings ? bindingsSection(results.bindings, results.settings) : ""}${results.shared ? sharedSection(results.shared, results.settings) : ""}${results.steady ? steadySection(results.steady, results.settings) : ""}## FileTaskStore against raw fs (16 concurrent, 256 ids, ${results.settings.fileSeconds} s per run, ${results.settings.fileRounds} rounds)
 
 ${markdownTable(["operation", "ops/s (median)", "per round"], [
   ["save: FileTaskStore.save (durable)", fixed(f.saveOurs), fileStore.samples.saveOurs.map((v) => fixed(v)).join(" / ")],

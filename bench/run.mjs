@@ -15,6 +15,7 @@ import { fileURLToPath } from "node:url"
 import { bindingRounds } from "./bindings.mjs"
 import { observeRounds } from "./observe.mjs"
 import { sharedRounds } from "./shared.mjs"
+import { steadyRows } from "./steady.mjs"
 import { ask, killAll, startChild, stopChild, withChildCpu } from "./child.mjs"
 import { completedTask } from "./fixtures.mjs"
 import { call, getTaskBody, load, sendAndComplete, sendMessageBody } from "./load.mjs"
@@ -45,6 +46,8 @@ const settings = {
   ttftModelChunks: 20,
   idleStreams: Number(process.env.BENCH_IDLE_STREAMS ?? 1000),
   profileSeconds: 5,
+  // The steady phase: how long each store is held at half its peak rate.
+  steadySeconds: Number(process.env.BENCH_STEADY_SECONDS ?? 4),
 }
 
 const SERVERS = [
@@ -77,6 +80,7 @@ const PHASES = {
   http: httpRounds,
   bindings: () => bindingRounds({ settings, here, log }),
   shared: () => sharedRounds({ settings, here, log }),
+  steady: () => steadyRows({ settings, here, log, scratch }),
   observe: () => observeRounds({ settings, here, log, scratch }),
   fileStore: fileStoreOps,
   memory: memoryPerTasks,
