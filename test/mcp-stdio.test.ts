@@ -48,7 +48,8 @@ t.test("a stdio server's tools join the toolkit: names made valid and unique, sc
   t.equal(toolkit.get(names[1])?.description, "Today's weather", "the title stands in for a missing description")
   const odd = toolkit.get("files__odd_schema")
   t.same(odd?.inputSchema, { type: "object" }, "a schema Ajv cannot compile is replaced by one taking any object")
-  t.match(odd?.description, /^Lists a schema Ajv cannot compile\. \(Note: its input schema could not be compiled \(.*data\/properties\/x\/type.*\), so its arguments are not checked here\.\)$/)
+  t.match(odd?.description, /^Lists schemas Ajv cannot compile\. \(Note: its input schema could not be compiled \(.*data\/properties\/x\/type.*\), so its arguments are not checked here\.\)$/)
+  t.same(await toolkit.execute("files__odd_schema", { x: "anything" }), { output: "odd but fine", isError: false }, "callable, and an outputSchema the SDK cannot compile fails neither the list nor the call")
   t.same(toolkit.toOpenAI()[0], { type: "function", function: { name: "files__echo", description: "Says the text back.", parameters: echo?.inputSchema } })
 })
 

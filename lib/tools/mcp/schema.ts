@@ -1,5 +1,9 @@
+import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv"
+import type { JsonSchemaType, jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js"
 import { Ajv } from "ajv"
 import type { JsonObject } from "../../types.js"
+
+/* The JSON Schemas MCP servers send, made safe for the validators that read them: ours for input, the SDK's for output. */
 
 /** Compiles as the toolkit does (Ajv's default draft-07, strict off, no schema kept by its $id), to know beforehand whether the toolkit will take a schema. */
 const ajv = new Ajv({ allErrors: true, strict: false, addUsedSchema: false })
@@ -27,4 +31,22 @@ export function toolInputSchema(schema: unknown): { schema: JsonObject; note?: s
     ajv.removeSchema(usable) // only a check: the toolkit compiles its own
   }
   return { schema: usable }
+}
+
+/**
+ * The SDK client's check of structured results against a tool's outputSchema, except that a schema it
+ * cannot compile leaves that tool's results unchecked: the SDK compiles every outputSchema as it reads the
+ * tools list, and one it cannot compile would otherwise fail the whole list, every tool of the server.
+ */
+export function lenientOutputValidator(): jsonSchemaValidator {
+  const strict = new AjvJsonSchemaValidator()
+  return {
+    getValidator<T>(schema: JsonSchemaType) {
+      try {
+        return strict.getValidator<T>(schema)
+      } catch {
+        return (input: unknown) => ({ valid: true, data: input as T, errorMessage: undefined })
+      }
+    },
+  }
 }

@@ -7,6 +7,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import { withoutPassword } from "../../url-credentials.js"
 import { fieldOf, startTimeoutMs, type McpServerSettings } from "./config.js"
+import { lenientOutputValidator } from "./schema.js"
 
 /** A client connected to one MCP server: over the process it started, or over HTTP. */
 export interface OpenedServer {
@@ -105,7 +106,7 @@ export function withStatus(err: Error): string {
 
 /** Connects a fresh client over `transport`; on failure, closes it and throws `explain(err)` with the SDK's error as the cause. */
 async function connect(transport: Transport, settings: McpServerSettings, events: ServerEvents, signal: AbortSignal, explain: (err: Error) => string): Promise<Client> {
-  const client = new Client(CLIENT_INFO, { capabilities: {} })
+  const client = new Client(CLIENT_INFO, { capabilities: {}, jsonSchemaValidator: lenientOutputValidator() })
   client.setNotificationHandler(ToolListChangedNotificationSchema, () => events.onToolsChanged())
   try {
     await client.connect(transport, { timeout: startTimeoutMs(settings), signal })
