@@ -56,15 +56,17 @@ t.test("toolnexus/client loads no web server, logger or driver", async (t) => {
   t.same([...loaded].filter((name) => SERVER_OR_DRIVER.test(name)), [], "none of fastify, @fastify/*, pino, pg, nats")
 })
 
+/** A script that builds an agent in a Fastify app with the plugin `options` (source text), readies it and closes it. */
+const agent = (options: string) => `
+  const { default: Fastify } = await import("fastify")
+  const { toolnexusA2A } = ${importOf("plugins/index.js")}
+  const { createLocalClient } = ${importOf("lib/client/index.js")}
+  const app = Fastify()
+  await app.register(toolnexusA2A, { client: createLocalClient(() => "ok"), ${options} })
+  await app.ready()
+  await app.close()`
+
 t.test("@fastify/rate-limit is loaded only by an agent that sets rateLimit", async (t) => {
-  const agent = (options: string) => `
-    const { default: Fastify } = await import("fastify")
-    const { toolnexusA2A } = ${importOf("plugins/index.js")}
-    const { createLocalClient } = ${importOf("lib/client/index.js")}
-    const app = Fastify()
-    await app.register(toolnexusA2A, { client: createLocalClient(() => "ok"), ${options} })
-    await app.ready()
-    await app.close()`
   t.notOk((await packagesLoaded(t, "plugins/index.js", agent(""))).has("@fastify/rate-limit"), "without rateLimit: not loaded")
   t.ok((await packagesLoaded(t, "plugins/index.js", agent("rateLimit: { max: 5, timeWindow: 1000 }"))).has("@fastify/rate-limit"), "with rateLimit: loaded")
 })
@@ -77,4 +79,13 @@ t.test("the MCP SDK is loaded only by a toolkit with mcpServers", async (t) => {
   t.notOk((await packagesLoaded(t, "lib/client/index.js", toolkit("{}"))).has("@modelcontextprotocol/sdk"), "without mcpServers: not loaded")
   const server = JSON.stringify({ command: process.execPath, args: [path.join(root, "test", "fixtures", "mcp-stdio-server.mjs")] })
   t.ok((await packagesLoaded(t, "lib/client/index.js", toolkit(`{ mcpServers: { files: ${server} } }`))).has("@modelcontextprotocol/sdk"), "with mcpServers: loaded")
+})
+
+t.test("prom-client is loaded only by an agent with metrics on; the OpenTelemetry SDK never is", async (t) => {
+  const without = await packagesLoaded(t, "plugins/index.js", agent(""))
+  t.notOk(without.has("prom-client"), "without metrics: not loaded")
+  t.ok(without.has("@opentelemetry/api"), "the API is (a no-op until an SDK is registered)")
+  const withMetrics = await packagesLoaded(t, "plugins/index.js", agent("metrics: true"))
+  t.ok(withMetrics.has("prom-client"), "with metrics: loaded")
+  t.same([...withMetrics].filter((name) => name.startsWith("@opentelemetry/") && name !== "@opentelemetry/api"), [], "no SDK package")
 })

@@ -1,10 +1,10 @@
 import { isInTenant, isVisibleTo, mayRead, ownersVisibleTo, positionOf } from "../internals.js"
 import { errorFields, type Logger } from "../log.js"
 import type { HeaderLookup } from "../observe/propagation.js"
-import { tracesOnly, type Binding, type RequestObservation, type Telemetry } from "../observe/telemetry.js"
+import { tracesOnly, type Binding, type RequestFailure, type RequestObservation, type Telemetry } from "../observe/telemetry.js"
 import type { TaskStore } from "../stores/task-store.js"
 import type { A2AMessage, A2ATask, AgentCard } from "../types.js"
-import { A2AError, ErrorCode, truncate } from "./errors.js"
+import { A2AError, BINDING_ERRORS, ErrorCode, truncate } from "./errors.js"
 import type { EventRecorder } from "./event-recorder.js"
 import { eventQueue, type TaskEvents } from "./events.js"
 import { noExtendedCard } from "./extended-card.js"
@@ -196,7 +196,7 @@ export class A2AOperations {
     const observed = this.telemetry.request(name, ctx.binding, ctx.version, ctx.traceHeaders)
     const outcome = await observed.within(() => this.runObserved(name, params, ctx, observed))
     const answer = outcome.answer
-    observed.answered(outcome.taskId, outcome.error, answer !== undefined && "stream" in answer)
+    observed.answered(outcome.taskId, outcome.error && observedFailure(outcome.error), answer !== undefined && "stream" in answer)
     return outcome
   }
 
@@ -489,8 +489,14 @@ async function* failingAsA2AErrors(stream: AsyncIterable<StreamItem>, call: Oper
     throw (failure = new A2AError(ErrorCode.InternalError, "Internal error: the stream failed; its log has the details"))
   } finally {
     // The request's span lasts as long as its stream, however it ends (a peer gone ends it by return).
-    observed.streamEnded(failure)
+    observed.streamEnded(failure && observedFailure(failure))
   }
+}
+
+/** An error as the request's span and metrics say it: its reason, and whether it is the server's own fault (a 5xx). */
+function observedFailure(error: A2AError): RequestFailure {
+  const { reason, http } = BINDING_ERRORS[error.code]
+  return { reason, serverFault: http >= 500, message: error.message }
 }
 
 /** A subscription that ends when the signal aborts. */

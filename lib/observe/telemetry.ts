@@ -1,5 +1,4 @@
 import { context, SpanKind, SpanStatusCode, trace, type Context, type Span, type Tracer } from "@opentelemetry/api"
-import { A2AError, BINDING_ERRORS } from "../a2a/errors.js"
 import type { Usage } from "../models/model.js"
 import type { A2AMetrics } from "./metrics.js"
 import { ATTR, FIRST_TOKEN_EVENT, RPC_SERVICE, RPC_SYSTEM, SPAN, TRACER_NAME } from "./names.js"
@@ -24,6 +23,13 @@ function within<T>(parent: Context, span: Span, fn: () => T): T {
 }
 
 const seconds = (since: number): number => (performance.now() - since) / 1000
+
+/** How a request failed, as its span and metrics say it: the error's reason (`TASK_NOT_FOUND`), whether it is the server's own fault, and its message. */
+export interface RequestFailure {
+  reason: string
+  serverFault: boolean
+  message: string
+}
 
 /** Hears each model call and tool call of a client's run: how a server's metrics learn of them (RunOptions.observer). */
 export interface RunObserver {
@@ -191,9 +197,9 @@ export class RequestObservation {
   }
 
   /** The operation answered (an error, a result, or a stream that goes on: its end is `streamEnded`). */
-  answered(taskId: string | undefined, error: A2AError | undefined, stream: boolean): void {
+  answered(taskId: string | undefined, error: RequestFailure | undefined, stream: boolean): void {
     if (this.metrics !== undefined) {
-      const outcome = error === undefined ? "ok" : BINDING_ERRORS[error.code].reason
+      const outcome = error === undefined ? "ok" : error.reason
       this.metrics.requests.inc({ method: this.operation, binding: this.binding, outcome })
       this.metrics.requestDuration.observe({ method: this.operation, binding: this.binding }, seconds(this.started))
     }
@@ -202,12 +208,9 @@ export class RequestObservation {
   }
 
   /** The request is over: its stream ended, with `error` when it failed midway. */
-  streamEnded(error?: unknown): void {
-    if (error !== undefined) {
-      const a2a = error instanceof A2AError ? BINDING_ERRORS[error.code] : undefined
-      // A peer's mistake (not found, invalid params) is the peer's: only a server fault marks the span as an error.
-      failed(this.span, a2a?.reason ?? "INTERNAL_ERROR", error, a2a === undefined || a2a.http >= 500)
-    }
+  streamEnded(error?: RequestFailure): void {
+    // A peer's mistake (not found, invalid params) is the peer's: only a server fault marks the span as an error.
+    if (error !== undefined) failed(this.span, error.reason, error.message, error.serverFault)
     this.span.end()
   }
 }
