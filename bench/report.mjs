@@ -202,6 +202,29 @@ whole milliseconds).
 `
 }
 
+function replicasSection(replicas, settings) {
+  if (!replicas.factor) return `## Two replicas on one Postgres (issue 17)\n\nNot run: postgres did not answer (${replicas.skipped?.postgres}).\n\n`
+  const rows = ["GetTask", "SendMessage"].map((scenario) => {
+    const f = replicas.factor[scenario]
+    return [SCENARIO_NAMES[scenario], fixed(f.rpsOne), fixed(f.rpsTwo), times(f.byRate), fixed(f.cpuOne), fixed(f.cpuTwo), String(f.bad)]
+  })
+  const c = replicas.cancel
+  return `## Two replicas on one Postgres (issue 17)
+
+${markdownTable(["scenario", "one replica req/s", "two replicas req/s", "two/one (median of per-round ratios)", "server CPU µs/req, one", "server CPU µs/req, two (both)", "bad answers"], rows)}
+
+A cancel sent to one replica, to the work stopped on the other (${c.count} Tasks, one after another): p50 ${fixed(c.p50Ms, 2)} ms, p99 ${fixed(c.p99Ms, 2)} ms, max ${fixed(c.maxMs, 1)} ms${c.refused ? ` (${c.refused} cancels not answered canceled)` : ""}.
+
+Each side has its own table; one replica gets ${settings.connections} connections, two get half of them each at once (a client
+spreading its connections round-robin over the replicas), rates summed, server CPU of both children per answer;
+${settings.seconds} s per run, the sides in alternating order, ${settings.rounds} rounds. The cancel: a Task whose agent works until canceled
+is started on replica A (SendMessage, \`returnImmediately\`), seen working from B, then \`CancelTask\` goes to B; the
+time runs from sending it to A's agent seeing its abort signal (both clocks are the machine's). The database, both
+replicas and the load generator share the machine's CPUs.
+
+`
+}
+
 /** Whether a target's row is met, for the tables: ours not serving the binding, or bad answers, say so. */
 const metText = (row, markdown) => (row.met ? "yes" : row.notServed ? (markdown ? "**no: ours not served**" : "NOT SERVED") : row.clean === false ? (markdown ? "**no: bad answers**" : "BAD") : markdown ? "**no**" : "NO")
 
@@ -580,7 +603,7 @@ ${beforeAfter(results, baseline)}## HTTP: GetTask and SendMessage→completed
 
 ${httpTable(results)}
 
-${results.bindings ? bindingsSection(results.bindings, results.settings) : ""}${results.shared ? sharedSection(results.shared, results.settings) : ""}${results.steady ? steadySection(results.steady, results.settings) : ""}## FileTaskStore against raw fs (16 concurrent, 256 ids, ${results.settings.fileSeconds} s per run, ${results.settings.fileRounds} rounds)
+${results.bindings ? bindingsSection(results.bindings, results.settings) : ""}${results.shared ? sharedSection(results.shared, results.settings) : ""}${results.steady ? steadySection(results.steady, results.settings) : ""}${results.replicas ? replicasSection(results.replicas, results.settings) : ""}## FileTaskStore against raw fs (16 concurrent, 256 ids, ${results.settings.fileSeconds} s per run, ${results.settings.fileRounds} rounds)
 
 ${markdownTable(["operation", "ops/s (median)", "per round"], [
   ["save: FileTaskStore.save (durable)", fixed(f.saveOurs), fileStore.samples.saveOurs.map((v) => fixed(v)).join(" / ")],

@@ -16,6 +16,7 @@ import { bindingRounds } from "./bindings.mjs"
 import { observeRounds } from "./observe.mjs"
 import { sharedRounds } from "./shared.mjs"
 import { steadyRows } from "./steady.mjs"
+import { replicaRows } from "./replicas.mjs"
 import { ask, killAll, startChild, stopChild, withChildCpu } from "./child.mjs"
 import { completedTask } from "./fixtures.mjs"
 import { call, getTaskBody, load, sendAndComplete, sendMessageBody } from "./load.mjs"
@@ -48,6 +49,8 @@ const settings = {
   profileSeconds: 5,
   // The steady phase: how long each store is held at half its peak rate.
   steadySeconds: Number(process.env.BENCH_STEADY_SECONDS ?? 4),
+  // The replicas phase: Tasks canceled on one replica while working on the other.
+  cancels: Number(process.env.BENCH_CANCELS ?? 100),
 }
 
 const SERVERS = [
@@ -81,6 +84,7 @@ const PHASES = {
   bindings: () => bindingRounds({ settings, here, log }),
   shared: () => sharedRounds({ settings, here, log }),
   steady: () => steadyRows({ settings, here, log, scratch }),
+  replicas: () => replicaRows({ settings, here, log }),
   observe: () => observeRounds({ settings, here, log, scratch }),
   fileStore: fileStoreOps,
   memory: memoryPerTasks,
