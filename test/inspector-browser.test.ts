@@ -26,12 +26,14 @@ t.setTimeout(240_000)
 /** The agent: "echo: <prompt>"; a prompt starting "hold" waits until the test releases it; one starting "ask" asks back. */
 function agentModel() {
   const held = new Map<string, ReturnType<typeof deferred<string>>>()
-  const respond: ModelFunction = ({ messages }) => {
+  const respond: ModelFunction = ({ messages, signal }) => {
     const prompt = messages.filter((m) => m.role === "user").at(-1)?.content ?? ""
     if (prompt.startsWith("ask")) return { text: "Which city?", inputRequired: true }
     if (!prompt.startsWith("hold")) return `echo: ${prompt}`
     const gate = deferred<string>()
     held.set(prompt, gate)
+    // A cancel (or the server stopping) ends the wait.
+    signal?.addEventListener("abort", () => gate.reject(signal.reason))
     return gate.promise
   }
   return { respond, held }
@@ -219,7 +221,7 @@ t.test("the inspector in chromium: send, see the answer, the list, the detail, l
   t.same([...refused], ["404 GET /tasks/no-such-task"], "the one request refused is the missing Task's")
 })
 
-t.test("the inspector in chromium pages the list: 20 Tasks, then Load more for the rest, newest first", async (t) => {
+t.test("the inspector in chromium pages the list (20 Tasks, then Load more for the rest, newest first) and cancels a running Task", async (t) => {
   const { srv } = await agent(t)
   const ids: string[] = []
   for (let i = 0; i < 23; i++) {
@@ -238,6 +240,16 @@ t.test("the inspector in chromium pages the list: 20 Tasks, then Load more for t
   const newestFirst = (await (await fetch(`${srv.url}/tasks?pageSize=100`, { headers: V1 })).json()) as { tasks: Array<{ id: string }> }
   t.same(listed, newestFirst.tasks.map((task) => task.id), "the server's order, each Task once")
   t.same([...listed].sort(), [...ids].sort(), "every Task")
+
+  // A running Task canceled from its detail: the page shows it canceled, and so does the server.
+  await send(page, "hold to cancel")
+  await page.locator("#detail-meta .live").waitFor()
+  const running = await shownTaskId(page)
+  await page.getByRole("button", { name: "Cancel Task" }).click()
+  await detailChip(page).filter({ hasText: "canceled" }).waitFor()
+  await page.getByRole("button", { name: "Cancel Task" }).waitFor({ state: "detached" })
+  const canceled = (await (await fetch(`${srv.url}/tasks/${running}`, { headers: V1 })).json()) as { status: { state: string } }
+  t.equal(canceled.status.state, "TASK_STATE_CANCELED")
   t.same(problems, [])
 })
 
