@@ -1,6 +1,6 @@
 /** "toolnexus/client": toolkits, builtin tools and the tool-calling client over OpenAI- and Anthropic-style models; no web server. */
 export { createToolkit } from "../tools/toolkit.js"
-export type { A2AAgentOptions, AnthropicTool, JsonSchema, OpenAITool, Tool, ToolContext, Toolkit, ToolkitOptions, ToolResult } from "../tools/types.js"
+export type { A2AAgentOptions, AnthropicTool, JsonSchema, OpenAITool, Tool, ToolContext, Toolkit, ToolkitOptions, ToolResult, ToolSource } from "../tools/types.js"
 export type { McpHttpServerConfig, McpServerConfig, McpServerOptions, McpServers, McpStdioServerConfig } from "../tools/mcp/config.js"
 export { createClient, createLocalClient, type Client, type ClientOptions, type ModelFunction, type ModelReply, type RunOptions, type RunResult, type TextInfo, type ToolCallRecord } from "./client.js"
 export type { ChatMessage, ToolCall, Usage } from "../models/model.js"
