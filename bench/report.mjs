@@ -99,6 +99,7 @@ export function targets(results) {
     ...(results.streaming ? streamingTargets(results.streaming) : []),
     ...(results.bindings ? bindingTargets(results.bindings) : []),
     ...(results.shared ? sharedTargets(results.shared) : []),
+    ...(results.observe ? observeTargets(results.observe) : []),
   ].map((row) => ({ ...row, met: row.value >= row.target && row.clean !== false && !row.notServed }))
 }
 
@@ -127,6 +128,20 @@ function bindingTargets(bindings) {
     }
   }
   return rows
+}
+
+/** Issue 15's rows: server A with metrics on and the Node SDK registered (every span sampled) against both off. */
+function observeTargets(observe) {
+  return ["GetTask", "SendMessage"].map((scenario) => {
+    const runs = observe.samples[scenario]
+    return {
+      name: `${SCENARIO_NAMES[scenario]} with metrics and traces on / both off`,
+      value: roundRatio(runs.on.map((r) => r.rps), runs.off.map((r) => r.rps)),
+      byCpu: roundRatio(runs.off.map((r) => r.cpuUsPerRequest), runs.on.map((r) => r.cpuUsPerRequest)),
+      target: 0.85,
+      clean: observe.medians[scenario].on.bad === 0 && observe.medians[scenario].off.bad === 0,
+    }
+  })
 }
 
 /** Issue 17's rows: ours on Postgres against the SDK's DatabaseTaskStore on the same database. */
