@@ -99,6 +99,7 @@ export function targets(results) {
     ...(results.streaming ? streamingTargets(results.streaming) : []),
     ...(results.bindings ? bindingTargets(results.bindings) : []),
     ...(results.shared ? sharedTargets(results.shared) : []),
+    ...(results.storeList ? storeListTargets(results.storeList) : []),
     ...(results.observe ? observeTargets(results.observe) : []),
   ].map((row) => ({ ...row, met: row.value >= row.target && row.clean !== false && !row.notServed }))
 }
@@ -158,6 +159,14 @@ function sharedTargets(shared) {
       clean: shared.medians[scenario].pg.bad === 0 && shared.medians[scenario].sdk.bad === 0,
     }
   })
+}
+
+/** Issue 17's listing target: a context's page on Postgres at 100k Tasks, 20 ms over the slower of its two pages' p50. */
+function storeListTargets(storeList) {
+  const row = storeList.rows.find((r) => r.kind === "postgres")
+  const name = "ListTasks page of a context on Postgres, 20 ms / measured p50"
+  if (!row || row.error) return [{ name, value: NaN, target: 1, notServed: true }]
+  return [{ name: `${name} (at ${row.count} Tasks)`, value: ratio(20, Math.max(row.contextPage1Ms, row.contextPage3Ms)), target: 1 }]
 }
 
 /** One stdout line: the shared stores' medians. */
@@ -236,6 +245,24 @@ ${settings.seconds} s per run, the sides in alternating order, ${settings.rounds
 is started on replica A (SendMessage, \`returnImmediately\`), seen working from B, then \`CancelTask\` goes to B; the
 time runs from sending it to A's agent seeing its abort signal (both clocks are the machine's). The database, both
 replicas and the load generator share the machine's CPUs.
+
+`
+}
+
+function storeListSection(storeList) {
+  const ms = (value) => (Number.isFinite(value) ? fixed(value, 2) : "")
+  const rows = storeList.rows.map((r) =>
+    r.error ? [r.kind, "", `failed: ${r.error.replaceAll("|", "\\|")}`, "", "", "", "", ""] : [r.kind, String(r.count), ms(r.contextPage1Ms), ms(r.contextPage3Ms), ms(r.allPage1Ms), ms(r.allPage2Ms), fixed(r.firstListMs), fixed(r.seedSeconds, 1)],
+  )
+  const shown = storeList.rows.find((r) => !r.error) ?? { perContext: "?", pageSize: "?", rounds: "?" }
+  return `## ListTasks on every store, filtered by context and paged (issue 17)
+
+${markdownTable(["store", "Tasks", "context, page 1 ms", "context, page 3 ms", "all, page 1 ms", "all, page 2 ms", "first call ms", "seeded in s"], rows)}
+
+Target: each page of a context under 20 ms (p50) on Postgres. Completed Tasks, ${shown.perContext} to a context, each with its own
+status time; list() called as the server calls it (\`owners: [null]\`), a context's pages of ${shown.pageSize} (page 3 through
+the token of page 2, fetched untimed) and unfiltered pages of 50; medians of ${shown.rounds} calls, in a child per store, after
+a first call timed apart (the file store builds its index then). The NATS store reads every Task on each call.
 
 `
 }
@@ -618,7 +645,7 @@ ${beforeAfter(results, baseline)}## HTTP: GetTask and SendMessage→completed
 
 ${httpTable(results)}
 
-${results.bindings ? bindingsSection(results.bindings, results.settings) : ""}${results.shared ? sharedSection(results.shared, results.settings) : ""}${results.steady ? steadySection(results.steady, results.settings) : ""}${results.replicas ? replicasSection(results.replicas, results.settings) : ""}## FileTaskStore against raw fs (16 concurrent, 256 ids, ${results.settings.fileSeconds} s per run, ${results.settings.fileRounds} rounds)
+${results.bindings ? bindingsSection(results.bindings, results.settings) : ""}${results.shared ? sharedSection(results.shared, results.settings) : ""}${results.steady ? steadySection(results.steady, results.settings) : ""}${results.replicas ? replicasSection(results.replicas, results.settings) : ""}${results.storeList ? storeListSection(results.storeList) : ""}## FileTaskStore against raw fs (16 concurrent, 256 ids, ${results.settings.fileSeconds} s per run, ${results.settings.fileRounds} rounds)
 
 ${markdownTable(["operation", "ops/s (median)", "per round"], [
   ["save: FileTaskStore.save (durable)", fixed(f.saveOurs), fileStore.samples.saveOurs.map((v) => fixed(v)).join(" / ")],

@@ -17,6 +17,7 @@ import { observeRounds } from "./observe.mjs"
 import { sharedRounds } from "./shared.mjs"
 import { steadyRows } from "./steady.mjs"
 import { replicaRows } from "./replicas.mjs"
+import { dropShared, runNames } from "./shared.mjs"
 import { ask, killAll, startChild, stopChild, withChildCpu } from "./child.mjs"
 import { completedTask } from "./fixtures.mjs"
 import { call, getTaskBody, load, sendAndComplete, sendMessageBody } from "./load.mjs"
@@ -51,6 +52,11 @@ const settings = {
   steadySeconds: Number(process.env.BENCH_STEADY_SECONDS ?? 4),
   // The replicas phase: Tasks canceled on one replica while working on the other.
   cancels: Number(process.env.BENCH_CANCELS ?? 100),
+  // The storeList phase: Tasks in each store, and the stores (a comma-separated list of memory, file, postgres, nats).
+  storeListTasks: Number(process.env.BENCH_STORE_LIST_TASKS ?? 100_000),
+  storeListStores: (process.env.BENCH_STORE_LIST_STORES ?? "memory,file,postgres,nats").split(","),
+  // The NATS store reads every Task on each list() (seconds per call at 100k): fewer Tasks there, unless asked.
+  storeListNatsTasks: Number(process.env.BENCH_STORE_LIST_NATS_TASKS ?? 10_000),
 }
 
 const SERVERS = [
@@ -85,6 +91,7 @@ const PHASES = {
   shared: () => sharedRounds({ settings, here, log }),
   steady: () => steadyRows({ settings, here, log, scratch }),
   replicas: () => replicaRows({ settings, here, log }),
+  storeList: storeListing,
   observe: () => observeRounds({ settings, here, log, scratch }),
   fileStore: fileStoreOps,
   memory: memoryPerTasks,
@@ -225,6 +232,36 @@ async function fileStoreList() {
   await fsp.rm(dir, { recursive: true, force: true })
   log(`file store at ${info.count} tasks: context lookup ${info.contextMs.toFixed(2)} ms, ListTasks page ${info.pageMs.toFixed(2)} ms, index ${info.heapPerTask.toFixed(0)} B/task`)
   return info
+}
+
+/** ListTasks, filtered by context and paged, on every store holding BENCH_STORE_LIST_TASKS Tasks: one child per store (list-stores.mjs). */
+async function storeListing() {
+  const rows = []
+  const names = runNames("ls")
+  const dir = path.join(scratch, "store-list")
+  try {
+    for (const kind of settings.storeListStores) {
+      const where = kind === "file" ? dir : kind === "postgres" ? names.table : names.bucket
+      try {
+        log(`ListTasks on the ${kind} store`)
+        const count = kind === "nats" ? settings.storeListNatsTasks : settings.storeListTasks
+        const { child, info } = await startChild(path.join(here, "list-stores.mjs"), [kind, where, String(count), String(settings.rounds * 2)], { timeoutMs: 900_000 })
+        await stopChild(child)
+        rows.push(info)
+        log(
+          `${kind} store at ${info.count} tasks (seeded in ${info.seedSeconds.toFixed(1)} s): context page 1 ${info.contextPage1Ms.toFixed(2)} ms, page 3 ${info.contextPage3Ms.toFixed(2)} ms; ` +
+            `unfiltered page 1 ${info.allPage1Ms.toFixed(2)} ms, page 2 ${info.allPage2Ms.toFixed(2)} ms (first call ${info.firstListMs.toFixed(0)} ms)`,
+        )
+      } catch (err) {
+        rows.push({ kind, error: firstLine(err) })
+        log(`${kind} store: ${firstLine(err)}`)
+      }
+    }
+    return { rows }
+  } finally {
+    await fsp.rm(dir, { recursive: true, force: true })
+    await dropShared(names)
+  }
 }
 
 /** Push notifications to a local receiver: ours through the outbox against the SDK's sender, and save-to-webhook latency. */
