@@ -18,9 +18,13 @@ const STORE_KINDS: Readonly<Record<string, string>> = {
   NatsTaskStore: "nats",
 }
 
-/** A store's kind, as the store label names it. */
+/** A store's kind, as the store label names it: a subclass of a shipped store is of its kind. */
 export function storeKind(store: TaskStore): string {
-  return STORE_KINDS[(store as object).constructor?.name ?? ""] ?? "custom"
+  for (let proto: unknown = Object.getPrototypeOf(store); proto !== null && proto !== Object.prototype; proto = Object.getPrototypeOf(proto)) {
+    const kind = STORE_KINDS[(proto as { constructor?: { name?: string } }).constructor?.name ?? ""]
+    if (kind !== undefined) return kind
+  }
+  return "custom"
 }
 
 export function observedStore(store: TaskStore, telemetry: Telemetry): TaskStore {
