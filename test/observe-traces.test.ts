@@ -214,3 +214,29 @@ t.test("a push delivery is a CLIENT span whose traceparent the webhook receives"
     "the webhook got the delivery span's traceparent",
   )
 })
+
+t.test("a traceparent that is not one (malformed, all zeros, too long, repeated) is ignored: the request is served and starts a trace of its own", async (t) => {
+  const { agent } = await tracedAgent(t, [])
+  const peer = peerSpan()
+  const hostile = [
+    "00-not-a-trace-01",
+    `00-${"0".repeat(32)}-${"0".repeat(16)}-01`,
+    `00-${peer.traceId}-${peer.spanId}-01-${"x".repeat(8000)}`,
+    `ff-${peer.traceId}-${peer.spanId}-01`,
+    `00-${peer.traceId}-${peer.spanId}-01, 00-${peer.traceId}-${peer.spanId}-01`,
+  ]
+  for (const traceparent of hostile) {
+    const taskId = `hostile-${hostile.indexOf(traceparent)}`
+    const response = await fetch(agent.url, {
+      method: "POST",
+      headers: { "content-type": "application/json", "a2a-version": "1.0", traceparent, tracestate: "=,=,==" },
+      body: JSON.stringify(rpc("GetTask", { id: taskId })),
+    })
+    t.equal(response.status, 200, `served with traceparent ${traceparent.slice(0, 40)}`)
+    t.match(await response.json(), { error: { code: -32001 } })
+    await waitFor(() => exporter.getFinishedSpans().some((span) => span.attributes["a2a.task.id"] === taskId), 5000, "its span")
+    const span = exporter.getFinishedSpans().find((s) => s.attributes["a2a.task.id"] === taskId)!
+    t.equal(parentOf(span), undefined, "a root span")
+    t.not(span.spanContext().traceId, "0".repeat(32), "with a trace id of its own")
+  }
+})
