@@ -24,6 +24,10 @@ function within<T>(parent: Context, span: Span, fn: () => T): T {
 
 const seconds = (since: number): number => (performance.now() - since) / 1000
 
+/** A value a peer or a model chose (a Task id, a tool name the toolkit lacks), cut to a size a span carries. */
+const PEER_TEXT_MAX = 128
+const short = (text: string): string => (text.length <= PEER_TEXT_MAX ? text : `${text.slice(0, PEER_TEXT_MAX)}…`)
+
 /** How a request failed, as its span and metrics say it: the error's reason (`TASK_NOT_FOUND`), whether it is the server's own fault, and its message. */
 export interface RequestFailure {
   reason: string
@@ -116,8 +120,9 @@ export class Telemetry implements RunObserver {
   }
 
   toolCall(tool: string, callId: string, known: boolean): ToolCallObservation {
-    const span = tracer.startSpan(SPAN.toolCall(tool), { kind: SpanKind.INTERNAL })
-    if (span.isRecording()) span.setAttributes({ [ATTR.genAiOperation]: "execute_tool", [ATTR.genAiToolName]: tool, [ATTR.genAiToolCallId]: callId })
+    // A name the toolkit lacks is the model's invention: kept out of the span's name, cut short in its attribute.
+    const span = tracer.startSpan(known ? SPAN.toolCall(tool) : SPAN.toolCall("unknown"), { kind: SpanKind.INTERNAL })
+    if (span.isRecording()) span.setAttributes({ [ATTR.genAiOperation]: "execute_tool", [ATTR.genAiToolName]: short(tool), [ATTR.genAiToolCallId]: short(callId) })
     return new ToolCall(this.metrics, context.active(), span, known ? tool : "unknown")
   }
 
@@ -203,7 +208,7 @@ export class RequestObservation {
       this.metrics.requests.inc({ method: this.operation, binding: this.binding, outcome })
       this.metrics.requestDuration.observe({ method: this.operation, binding: this.binding }, seconds(this.started))
     }
-    if (taskId !== undefined && this.span.isRecording()) this.span.setAttribute(ATTR.a2aTaskId, taskId)
+    if (taskId !== undefined && this.span.isRecording()) this.span.setAttribute(ATTR.a2aTaskId, short(taskId))
     if (error !== undefined || !stream) this.streamEnded(error)
   }
 
