@@ -210,6 +210,11 @@ const SAVE_BATCH = 256
  * jsonb string of its JSON text. Every save and delete NOTIFYs the channel
  * with the id's key; ids are at most 2048 bytes, well inside NOTIFY's 8000.
  *
+ * Saves are group-committed: those called while a save statement is under
+ * way go together in the next one (one transaction, one WAL flush, the
+ * NOTIFY lock taken once), and each resolves when that statement returns.
+ * Reads by id, event-log appends and ends are batched the same way.
+ *
  * With `opts.retention`, finished Tasks past their TTL are deleted in
  * batches of 1000 rows, oldest first, along the status_ts index, each
  * deleted id NOTIFYed like any delete (its push rows and events with it). Rows another transaction holds (a
