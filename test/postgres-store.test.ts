@@ -74,6 +74,7 @@ pushStoreContract("PostgresTaskStore", {
   },
   refusesTerminal: true,
   watchesOutbox: true,
+  tellsOldestPending: true,
 })
 
 eventLogContract("PostgresTaskStore", {

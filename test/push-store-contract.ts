@@ -21,6 +21,8 @@ export interface PushHarness {
   shared?: boolean
   /** True for stores with `push.watchOutbox`. */
   watchesOutbox?: boolean
+  /** True for stores with `push.oldestPendingAt` (the metrics' push age gauge). */
+  tellsOldestPending?: boolean
 }
 
 const config = (taskId: string, id: string, extra: Partial<PushConfigRecord> = {}): PushConfigRecord => ({
@@ -211,6 +213,31 @@ export function pushStoreContract(name: string, harness: PushHarness): void {
       t.same(described(claims), ["t-1/a#canceled"])
       await push.ack(claims[0])
       t.same(await push.claim("i-1", 10, LONG_LEASE, Date.now()), [], "no notification of the refused save")
+    })
+  }
+
+  if (harness.tellsOldestPending) {
+    t.test(`${name}: oldestPendingAt is when the first notification still in the outbox was enqueued`, async (t) => {
+      const { store } = await harness.make(t)
+      const push = pushOf(store)
+      t.equal(await push.oldestPendingAt!(), undefined, "none pending")
+      await store.save(sampleTask("t-1"))
+      await push.putConfig(config("t-1", "a"))
+      const before = Date.now()
+      await saveState(store, "t-1", "working")
+      await saveState(store, "t-1", "completed")
+      const [first] = await push.claim("i-1", 10, LONG_LEASE, Date.now())
+      const oldest = await push.oldestPendingAt!()
+      t.equal(oldest, first.item.enqueuedAt, "the first enqueued, claimed or not")
+      t.ok(oldest! >= before && oldest! <= Date.now(), "a time of this run")
+      await push.retryLater(first, Date.now(), "HTTP 503")
+      t.equal(await push.oldestPendingAt!(), first.item.enqueuedAt, "a retry keeps its place")
+      const [again] = await push.claim("i-1", 10, LONG_LEASE, Date.now())
+      await push.ack(again)
+      const [next] = await push.claim("i-1", 10, LONG_LEASE, Date.now())
+      t.equal(await push.oldestPendingAt!(), next.item.enqueuedAt, "once delivered, the next one's")
+      await push.deadLetter(next, "gone")
+      t.equal(await push.oldestPendingAt!(), undefined, "a dead letter is not pending")
     })
   }
 

@@ -45,6 +45,7 @@ storeContract("FileTaskStore", {
 pushStoreContract("InMemoryTaskStore", {
   make: async (t) => ({ store: closedAtEnd(t, new InMemoryTaskStore()), another: () => new InMemoryTaskStore() }),
   shared: false,
+  tellsOldestPending: true,
 })
 pushStoreContract("FileTaskStore", {
   make: async (t) => {

@@ -204,6 +204,12 @@ export class PostgresPushStore implements PushStore {
       .sort((a, b) => a.item.seq - b.item.seq)
   }
 
+  async oldestPendingAt(): Promise<number | undefined> {
+    const pool = await this.host.pool()
+    const { rows } = await pool.query<{ enqueued_at: string }>(this.sql.oldestPending)
+    return rows.length === 0 ? undefined : Number(rows[0].enqueued_at)
+  }
+
   async ack(claim: PushClaim): Promise<void> {
     const pool = await this.host.pool()
     await pool.query(this.sql.ack, [claim.item.seq])
@@ -280,6 +286,8 @@ function statements(table: string) {
                    c.config::text AS config`,
     // Delivered is delivered, whoever holds the lease now.
     ack: `DELETE FROM ${outbox} WHERE seq = $1`,
+    // The first in the outbox's order (its primary key): one index read, whatever the outbox holds.
+    oldestPending: `SELECT enqueued_at FROM ${outbox} ORDER BY seq LIMIT 1`,
     retryLater: `UPDATE ${outbox}
                     SET attempts = attempts + 1, not_before = $3, last_error = $4, claimed_by = NULL, claim_token = NULL, claim_until = NULL
                   WHERE seq = $1 AND claim_token = $2`,
