@@ -164,9 +164,9 @@ function sharedTargets(shared) {
 /** Issue 17's listing target: a context's page on Postgres at 100k Tasks, 20 ms over the slower of its two pages' p50. */
 function storeListTargets(storeList) {
   const row = storeList.rows.find((r) => r.kind === "postgres")
-  const name = "ListTasks page of a context on Postgres, 20 ms / measured p50"
+  const name = "ListTasks context page, Postgres, 20 ms / p50"
   if (!row || row.error) return [{ name, value: NaN, target: 1, notServed: true }]
-  return [{ name: `${name} (at ${row.count} Tasks)`, value: ratio(20, Math.max(row.contextPage1Ms, row.contextPage3Ms)), target: 1 }]
+  return [{ name: `${name} (${row.count} Tasks)`, value: ratio(20, Math.max(row.contextPage1Ms, row.contextPage3Ms)), target: 1 }]
 }
 
 /** One stdout line: the shared stores' medians. */
