@@ -1,4 +1,4 @@
-import { context, propagation, trace } from "@opentelemetry/api"
+import { context, propagation, SpanKind, trace } from "@opentelemetry/api"
 import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-node"
 import * as grpc from "@grpc/grpc-js"
 import { randomBytes, randomUUID } from "node:crypto"
@@ -239,4 +239,44 @@ t.test("a traceparent that is not one (malformed, all zeros, too long, repeated)
     t.equal(parentOf(span), undefined, "a root span")
     t.not(span.spanContext().traceId, "0".repeat(32), "with a trace id of its own")
   }
+})
+
+t.test("a call to another A2A agent carries our traceparent: its request span is the tool call's child, in the peer's trace", async (t) => {
+  const { createLocalClient } = await import("../lib/client/client.js")
+  const other = await serve("127.0.0.1:0", { client: createLocalClient(() => "sunny"), a2a: { name: "weather", store: "memory" }, logger: false })
+  t.teardown(() => other.stop())
+  const model = await modelServer(t, [
+    { json: { choices: [{ message: { content: null, tool_calls: [{ id: "call_w", type: "function", function: { name: "weather", arguments: '{"message":"today?"}' } }] } }] } },
+    { json: { choices: [{ message: { content: "it is sunny" } }] } },
+  ])
+  const toolkit = await createToolkit({ builtins: false, a2aAgents: [{ url: other.url }] })
+  const agent = await serve("127.0.0.1:0", {
+    client: createClient({ baseUrl: model.url, style: "openai", model: "gpt-test" }),
+    toolkit,
+    a2a: { name: "asker", store: "memory" },
+    logger: false,
+  })
+  t.teardown(() => agent.stop())
+
+  const peer = peerSpan()
+  const response = await fetch(agent.url, {
+    method: "POST",
+    headers: { "content-type": "application/json", "a2a-version": "1.0", traceparent: peer.traceparent },
+    body: JSON.stringify(rpc("SendMessage", { message: { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text: "weather?" }] } })),
+  })
+  t.equal(((await response.json()) as { result: { task: { status: { state: string } } } }).result.task.status.state, "TASK_STATE_COMPLETED")
+  t.match(model.requests[1].body.messages.at(-1), { role: "tool", content: /sunny/ }, "the other agent's answer reached the model")
+  await waitFor(() => spansOf(peer.traceId).some((span) => span.name === "invoke_agent asker"), 5000, "the asker's run span")
+
+  const spans = spansOf(peer.traceId)
+  const tool = only(t, spans, "execute_tool weather")
+  const remote = spans.filter((span) => parentOf(span) === tool.spanContext().spanId && span.kind === SpanKind.SERVER)
+  t.ok(
+    remote.some((span) => span.name === "lf.a2a.v1.A2AService/SendMessage"),
+    `the other agent's SendMessage span is the tool call's child (children: ${remote.map((span) => span.name).join(", ")})`,
+  )
+  t.ok(
+    spans.some((span) => span.name === "invoke_agent weather"),
+    "the other agent's run is in the same trace",
+  )
 })

@@ -3,6 +3,7 @@ import { fromProtoJson, toProtoJson } from "../grpc/convert.js"
 import { A2A_SERVICE, messageType } from "../grpc/proto.js"
 import type { JsonObject } from "../types.js"
 import type { AgentEndpoint } from "./card.js"
+import { withTraceHeaders } from "../observe/propagation.js"
 import { RemoteAgentError, type HttpOptions } from "./http.js"
 import { readSendResult, readTask } from "./remote-task.js"
 import { sendConfiguration, wireMessage, type AgentTransport } from "./transport.js"
@@ -19,7 +20,8 @@ export function grpcTransport(endpoint: AgentEndpoint, http: HttpOptions): Agent
   const metadata = () => {
     const md = new grpc.Metadata()
     md.set("a2a-version", "1.0")
-    for (const [key, value] of Object.entries(http.headers)) md.set(key.toLowerCase(), value)
+    // The agent's headers, then the active span's traceparent, so a trace crosses to the other agent.
+    for (const [key, value] of Object.entries(withTraceHeaders(http.headers))) md.set(key.toLowerCase(), value)
     return md
   }
   const call = (method: string, requestType: string, responseType: string, request: JsonObject, signal?: AbortSignal): Promise<unknown> => {

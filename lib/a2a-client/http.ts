@@ -1,3 +1,4 @@
+import { withTraceHeaders } from "../observe/propagation.js"
 import { withoutPassword } from "../url-credentials.js"
 
 /**
@@ -51,7 +52,8 @@ export async function callJson(
   try {
     response = await fetch(url, {
       method,
-      headers: { accept: "application/json", ...(opts.body !== undefined && { "content-type": "application/json" }), ...opts.headers, ...opts.extraHeaders },
+      // The active span's traceparent goes along, so a trace crosses to the other agent (none without an SDK).
+      headers: withTraceHeaders({ accept: "application/json", ...(opts.body !== undefined && { "content-type": "application/json" }), ...opts.headers, ...opts.extraHeaders }),
       ...(opts.body !== undefined && { body: JSON.stringify(opts.body) }),
       signal,
       redirect: "follow",
