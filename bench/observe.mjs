@@ -15,6 +15,7 @@ import path from "node:path"
 import { startChild, stopChild, withChildCpu } from "./child.mjs"
 import { getTaskBody, load, sendAndComplete, sendMessageBody } from "./load.mjs"
 import { median } from "./stats.mjs"
+import { alternatingRounds, mediansOf } from "./rounds.mjs"
 
 export const OBSERVE_SIDES = [
   { key: "off", label: "server A, the OpenTelemetry API alone (no SDK), metrics off" },
@@ -48,37 +49,13 @@ export async function observeRounds({ settings, here, log, scratch }) {
       withChildCpu(side.child, () => load({ url: side.url, body: bodies[scenario](side), seconds, connections: settings.connections, pipelining: settings.pipelining }))
     log("observe: warming up (1 s per server and scenario)")
     for (const scenario of SCENARIOS) for (const side of running) await runOnce(side, scenario, 1)
-    const samples = {}
-    for (let round = 1; round <= settings.rounds; round++) {
-      await seed()
-      const order = round % 2 === 1 ? running : running.toReversed()
-      for (const scenario of SCENARIOS) {
-        for (const side of order) {
-          const result = await runOnce(side, scenario, settings.seconds)
-          ;((samples[scenario] ??= {})[side.key] ??= []).push(result)
-          log(
-            `round ${round} observe ${scenario.padEnd(11)} ${side.key.padEnd(7)} ${result.rps.toFixed(0).padStart(6)} req/s  p99 ${String(result.p99).padStart(4)} ms  ` +
-              `server CPU ${result.cpuUsPerRequest.toFixed(0).padStart(4)} µs/req${result.bad ? `  ${result.bad} bad answers` : ""}`,
-          )
-        }
-      }
-    }
+    const samples = await alternatingRounds({ sides: running, scenarios: SCENARIOS, rounds: settings.rounds, seconds: settings.seconds, runOnce, log, label: "observe", before: seed })
     // The metrics servers counted what they served: a check that the "on" rows measured metrics that work.
     const counted = {}
     for (const side of running.filter((s) => ["on", "on10", "metrics"].includes(s.key))) counted[side.key] = await countedRequests(side.url)
-    const medians = {}
+    const medians = mediansOf(samples)
     const ratios = {}
     for (const scenario of SCENARIOS) {
-      medians[scenario] = {}
-      for (const [key, runs] of Object.entries(samples[scenario])) {
-        medians[scenario][key] = {
-          rps: median(runs.map((r) => r.rps)),
-          p50: median(runs.map((r) => r.p50)),
-          p99: median(runs.map((r) => r.p99)),
-          cpuUsPerRequest: median(runs.map((r) => r.cpuUsPerRequest)),
-          bad: runs.reduce((sum, r) => sum + r.bad, 0),
-        }
-      }
       // Medians of per-round ratios (the two runs of a round are seconds apart): by rate, and by server CPU per request.
       const of = (a, b) => {
         const ra = samples[scenario][a]

@@ -24,6 +24,7 @@ import { call, getTaskBody, load, sendAndComplete, sendMessageBody } from "./loa
 import { analyzeProfile, hotSpotGroups, profileIn, streamingHotSpotGroups } from "./profile.mjs"
 import { codeVersion, writeReport } from "./report.mjs"
 import { median, percentile } from "./stats.mjs"
+import { alternatingRounds, mediansOf } from "./rounds.mjs"
 import { FileTaskStore } from "../dist/index.js"
 
 const here = path.dirname(fileURLToPath(import.meta.url))
@@ -166,36 +167,10 @@ async function httpRounds() {
     log("warming up (1 s per server and scenario)")
     for (const scenario of SCENARIOS) for (const server of running) await runOnce(server, scenario, 1)
 
-    const samples = {}
     // Ours next to the ceiling; every other round in reverse order, so a drift in the machine's speed favours none.
     const runOrder = RUN_ORDER.map((key) => running.find((server) => server.key === key))
-    for (let round = 1; round <= settings.rounds; round++) {
-      await seed()
-      const order = round % 2 === 1 ? runOrder : runOrder.toReversed()
-      for (const scenario of SCENARIOS) {
-        for (const server of order) {
-          const result = await runOnce(server, scenario, settings.seconds)
-          ;((samples[scenario] ??= {})[server.key] ??= []).push(result)
-          log(
-            `round ${round} ${scenario.padEnd(11)} ${server.key.padEnd(5)} ${result.rps.toFixed(0).padStart(6)} req/s  p99 ${String(result.p99).padStart(4)} ms  ` +
-              `server CPU ${result.cpuUsPerRequest.toFixed(0).padStart(4)} µs/req${result.bad ? `  ${result.bad} bad answers` : ""}`,
-          )
-        }
-      }
-    }
-    const medians = {}
-    for (const scenario of SCENARIOS) {
-      medians[scenario] = {}
-      for (const [key, runs] of Object.entries(samples[scenario])) {
-        medians[scenario][key] = {
-          rps: median(runs.map((r) => r.rps)),
-          p50: median(runs.map((r) => r.p50)),
-          p99: median(runs.map((r) => r.p99)),
-          cpuUsPerRequest: median(runs.map((r) => r.cpuUsPerRequest)),
-          bad: runs.reduce((sum, r) => sum + r.bad, 0),
-        }
-      }
-    }
+    const samples = await alternatingRounds({ sides: runOrder, scenarios: SCENARIOS, rounds: settings.rounds, seconds: settings.seconds, runOnce, log, before: seed })
+    const medians = mediansOf(samples)
     return { servers: SERVERS.map(({ key, label }) => ({ key, label })), answerBytes: JSON.stringify(answer).length, samples, medians }
   } finally {
     for (const server of running) await stopChild(server.child)

@@ -10,7 +10,7 @@ import pg from "pg"
 import { connect } from "nats"
 import { startChild, stopChild, withChildCpu } from "./child.mjs"
 import { getTaskBody, load, sendAndComplete, sendMessageBody } from "./load.mjs"
-import { median } from "./stats.mjs"
+import { alternatingRounds, mediansOf } from "./rounds.mjs"
 
 export const SCENARIOS = ["GetTask", "SendMessage"]
 export const POSTGRES_URL = process.env.BENCH_POSTGRES ?? "postgres://postgres@127.0.0.1:5432/test"
@@ -106,32 +106,8 @@ export async function sharedRounds({ settings, here, log }) {
       )
     log("shared: warming up (1 s per server and scenario)")
     for (const scenario of SCENARIOS) for (const side of running) await runOnce(side, scenario, 1)
-    const samples = {}
-    for (let round = 1; round <= settings.rounds; round++) {
-      const order = round % 2 === 1 ? running : running.toReversed()
-      for (const scenario of SCENARIOS) {
-        for (const side of order) {
-          const result = await runOnce(side, scenario, settings.seconds)
-          ;((samples[scenario] ??= {})[side.key] ??= []).push(result)
-          log(
-            `round ${round} shared ${scenario.padEnd(11)} ${side.key.padEnd(4)} ${result.rps.toFixed(0).padStart(6)} req/s  p99 ${String(result.p99).padStart(4)} ms  ` +
-              `server CPU ${result.cpuUsPerRequest.toFixed(0).padStart(5)} µs/req${result.bad ? `  ${result.bad} bad answers` : ""}`,
-          )
-        }
-      }
-    }
-    const medians = {}
-    for (const [scenario, bySide] of Object.entries(samples)) {
-      for (const [key, runs] of Object.entries(bySide)) {
-        ;(medians[scenario] ??= {})[key] = {
-          rps: median(runs.map((r) => r.rps)),
-          p50: median(runs.map((r) => r.p50)),
-          p99: median(runs.map((r) => r.p99)),
-          cpuUsPerRequest: median(runs.map((r) => r.cpuUsPerRequest)),
-          bad: runs.reduce((sum, r) => sum + r.bad, 0),
-        }
-      }
-    }
+    const samples = await alternatingRounds({ sides: running, scenarios: SCENARIOS, rounds: settings.rounds, seconds: settings.seconds, runOnce, log, label: "shared" })
+    const medians = mediansOf(samples)
     for (const scenario of SCENARIOS) {
       const m = medians[scenario] ?? {}
       log(`shared: ${scenario}: ${Object.entries(m).map(([key, row]) => `${key} ${row.rps.toFixed(0)} req/s (${row.cpuUsPerRequest.toFixed(0)} µs CPU)`).join(", ")}`)

@@ -1,0 +1,42 @@
+import { median } from "./stats.mjs"
+
+/**
+ * The interleaved rounds the load phases share: each round runs every scenario on every side, in the sides' order in
+ * odd rounds and the reverse in even ones, so a side is never always first or last; `before` runs ahead of each round
+ * (reseeding a Task to read, say). Logs a line per run under `label`; returns the runs as samples[scenario][side.key].
+ */
+export async function alternatingRounds({ sides, scenarios, rounds, seconds, runOnce, log, label, before }) {
+  const samples = {}
+  for (let round = 1; round <= rounds; round++) {
+    await before?.()
+    const order = round % 2 === 1 ? sides : sides.toReversed()
+    for (const scenario of scenarios) {
+      for (const side of order) {
+        const result = await runOnce(side, scenario, seconds)
+        ;((samples[scenario] ??= {})[side.key] ??= []).push(result)
+        log(
+          `round ${round} ${label ? `${label} ` : ""}${scenario.padEnd(11)} ${side.key.padEnd(7)} ${result.rps.toFixed(0).padStart(6)} req/s  p99 ${String(result.p99).padStart(4)} ms  ` +
+            `server CPU ${result.cpuUsPerRequest.toFixed(0).padStart(5)} µs/req${result.bad ? `  ${result.bad} bad answers` : ""}`,
+        )
+      }
+    }
+  }
+  return samples
+}
+
+/** Each side's medians over its runs (rate, p50, p99, server CPU per request) and its bad answers summed: medians[scenario][side]. */
+export function mediansOf(samples) {
+  const medians = {}
+  for (const [scenario, bySide] of Object.entries(samples)) {
+    for (const [key, runs] of Object.entries(bySide)) {
+      ;(medians[scenario] ??= {})[key] = {
+        rps: median(runs.map((r) => r.rps)),
+        p50: median(runs.map((r) => r.p50)),
+        p99: median(runs.map((r) => r.p99)),
+        cpuUsPerRequest: median(runs.map((r) => r.cpuUsPerRequest)),
+        bad: runs.reduce((sum, r) => sum + r.bad, 0),
+      }
+    }
+  }
+  return medians
+}
