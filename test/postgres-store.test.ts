@@ -106,10 +106,8 @@ t.test("a terminal Task is never overwritten: the save is refused with what the 
   t.equal((await store.get("done"))?.status.state, "working", "after a delete the id is free again")
 })
 
-t.test("group commit: saves of many Tasks called at once share a few statements, each resolving with its row committed; a refused save fails alone", async (t) => {
-  const { open, table } = tablesFor(t)
-  const store = open()
-  await store.save(task("gc-done", "completed"))
+/** Every statement the pools send from here to the test's end, as its text (the pools' query put back at teardown). */
+function poolStatements(t: Test): string[] {
   const statements: string[] = []
   // eslint-disable-next-line @typescript-eslint/unbound-method -- put back as it was, and called with its pool as `this`
   const query = pg.Pool.prototype.query
@@ -121,6 +119,14 @@ t.test("group commit: saves of many Tasks called at once share a few statements,
   t.teardown(() => {
     pg.Pool.prototype.query = query
   })
+  return statements
+}
+
+t.test("group commit: saves of many Tasks called at once share a few statements, each resolving with its row committed; a refused save fails alone", async (t) => {
+  const { open, table } = tablesFor(t)
+  const store = open()
+  await store.save(task("gc-done", "completed"))
+  const statements = poolStatements(t)
   const ids = Array.from({ length: 60 }, (_, i) => `gc-${i}`)
   // Another connection reads each row as its save resolves: an acknowledged save is committed.
   const seen = ids.map((id) => store.save(task(id, "working")).then(async () => (await admin.query(`SELECT 1 FROM "${table}" WHERE id = $1`, [id])).rowCount))
@@ -687,17 +693,7 @@ t.test("event log: the appends and ends of many Tasks called at once share a few
   const { open, table } = tablesFor(t)
   const store = open()
   await store.open()
-  const statements: string[] = []
-  // eslint-disable-next-line @typescript-eslint/unbound-method -- put back as it was, and called with its pool as `this`
-  const query = pg.Pool.prototype.query
-  pg.Pool.prototype.query = function (this: pg.Pool, ...args: unknown[]) {
-    const sent = args[0] as string | { text: string }
-    statements.push(typeof sent === "string" ? sent : sent.text)
-    return (query as (...a: unknown[]) => unknown).apply(this, args)
-  } as typeof query
-  t.teardown(() => {
-    pg.Pool.prototype.query = query
-  })
+  const statements = poolStatements(t)
   const ids = Array.from({ length: 40 }, (_, i) => `b-${i}`)
   const held = await Promise.all([...ids.map((id) => store.events.append(id, logged(1, 2))), store.events.append("b-0", logged(2, 2))])
   t.same(held, [...ids.map(() => []), [2]], "each append is told only the position another took first")
