@@ -1,6 +1,7 @@
 import { connectRemoteAgent, type RemoteAgent } from "../a2a-client/remote-agent.js"
 import type { RemoteMessage, RemoteTask } from "../a2a-client/remote-task.js"
 import { withoutPassword } from "../url-credentials.js"
+import { MAX_TOOL_NAME } from "./tool-names.js"
 import type { A2AAgentOptions, JsonSchema, Tool, ToolSource } from "./types.js"
 
 /**
@@ -59,14 +60,14 @@ function checkAgentOptions(opts: A2AAgentOptions, i: number): void {
 
 /** A name both model APIs take: runs of anything else become "_", at most 64 characters. */
 export function toolName(text: string): string {
-  const name = text.replace(/[^a-zA-Z0-9_-]+/g, "_").replace(/^_+|_+$/g, "").slice(0, 64)
+  const name = text.replace(/[^a-zA-Z0-9_-]+/g, "_").replace(/^_+|_+$/g, "").slice(0, MAX_TOOL_NAME)
   return name === "" ? "a2a_agent" : name
 }
 
 /** `name`, or `name_2`, `name_3`... when it is taken; added to `taken`. */
 function uniqueName(name: string, taken: Set<string>): string {
   let unique = name
-  for (let n = 2; taken.has(unique); n++) unique = `${name.slice(0, 64 - String(n).length - 1)}_${n}`
+  for (let n = 2; taken.has(unique); n++) unique = `${name.slice(0, MAX_TOOL_NAME - String(n).length - 1)}_${n}`
   taken.add(unique)
   return unique
 }

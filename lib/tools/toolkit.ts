@@ -2,6 +2,7 @@ import { Ajv, type ValidateFunction } from "ajv"
 import type { JsonObject } from "../types.js"
 import { openA2AAgents } from "./a2a-agents.js"
 import { builtinTools } from "./builtins.js"
+import { TOOL_NAME } from "./tool-names.js"
 import type { Tool, Toolkit, ToolkitOptions, ToolkitServedAgent, ToolkitServeOptions, ToolSource } from "./types.js"
 
 export type * from "./types.js"
@@ -135,7 +136,7 @@ function chooseBuiltins(choice: boolean | string[]): Tool[] {
 }
 
 function checkTool(tool: Tool): void {
-  if (!tool || typeof tool.name !== "string" || !/^[a-zA-Z0-9_-]{1,64}$/.test(tool.name)) {
+  if (!tool || typeof tool.name !== "string" || !TOOL_NAME.test(tool.name)) {
     throw new TypeError(`A tool needs a name of 1-64 letters, digits, "_" or "-", got ${JSON.stringify(tool?.name)}`)
   }
   if (typeof tool.execute !== "function") throw new TypeError(`Tool ${tool.name} needs an execute(args, ctx) function`)

@@ -1,7 +1,6 @@
 import { createHash } from "node:crypto"
+import { MAX_TOOL_NAME, TOOL_NAME } from "../tool-names.js"
 
-/** What both model APIs accept as a tool name (and the toolkit checks). */
-const VALID = /^[a-zA-Z0-9_-]{1,64}$/
 
 /** Room kept for the suffix: "_" and 8 hex digits. */
 const SUFFIX_LENGTH = 9
@@ -16,7 +15,7 @@ const SUFFIX_LENGTH = 9
  */
 export function mcpToolName(server: string, tool: string): string {
   const name = `${server}__${tool}`
-  if (VALID.test(name)) return name
+  if (TOOL_NAME.test(name)) return name
   const hash = createHash("sha256").update(name).digest("hex").slice(0, 8)
-  return `${name.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 64 - SUFFIX_LENGTH)}_${hash}`
+  return `${name.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, MAX_TOOL_NAME - SUFFIX_LENGTH)}_${hash}`
 }
