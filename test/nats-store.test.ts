@@ -81,6 +81,7 @@ pushStoreContract("NatsTaskStore", {
   },
   refusesTerminal: true,
   watchesOutbox: true,
+  tellsOldestPending: true,
 })
 
 eventLogContract("NatsTaskStore", {
@@ -417,6 +418,53 @@ t.test("NatsTaskStore push: two stores saving one Task at the same moment each g
     }
     t.same(sent.sort(), ["a:working", "b:input-required"], `round ${round}: each save's own notification, once`)
   }
+})
+
+t.test("NatsTaskStore push: oldestPendingAt skips notifications whose save never landed and stale retry marks, and every store sharing the bucket tells the same", async (t) => {
+  const [store, other] = await storesOnNewBuckets(t, 2)
+  const outbox = await rawBucket(t, `${store.bucket}_push`)
+  const hourAgo = Date.now() - 3_600_000
+  await store.save(sampleTask("t-1"))
+  await store.push.putConfig({ taskId: "t-1", id: "a", version: "1.0", url: "https://hooks.example.com/a", createdAt: new Date().toISOString() })
+  // Ahead of anything pending in the stream: a notification an hour old whose save never landed (seq 7, the Task's pushSeq is 0), as a save cut short leaves it.
+  const unsaved = { key: "k-unsaved", taskId: "t-1", configId: "a", seq: 7, event: { kind: "status", task: sampleTask("t-1") }, attempts: 0, notBefore: hourAgo, enqueuedAt: hourAgo }
+  await outbox.put(`o.t-1.a.${"7".padStart(16, "0")}.cutshort`, JSON.stringify(unsaved))
+  // And the retry mark of a notification an hour old that is gone (its settle stopped between the two removals).
+  const staleMark = `r.t-1.a.${String(hourAgo).padStart(16, "0")}.${"3".padStart(16, "0")}.gone`
+  await outbox.put(staleMark, "")
+  t.equal(await store.push.oldestPendingAt!(), undefined, "nothing pending: neither counts")
+  const working = sampleTask("t-1", "working")
+  await store.push.saveWithEvent(working, { kind: "status", task: working })
+  const [claim] = await store.push.claim("i-1", 10, 60_000, Date.now())
+  t.ok(claim.item.enqueuedAt > hourAgo, "the landed notification is this run's")
+  t.equal(await store.push.oldestPendingAt!(), claim.item.enqueuedAt, "the landed notification's time")
+  t.equal(await other.push.oldestPendingAt!(), claim.item.enqueuedAt, "the same from another store on the bucket")
+  const marks: string[] = []
+  for await (const key of await outbox.keys("r.>")) marks.push(key)
+  t.same(marks, [], "the stale mark is removed")
+  await store.push.ack(claim)
+  t.equal(await store.push.oldestPendingAt!(), undefined, "delivered: none pending")
+})
+
+t.test("NatsTaskStore push: past its bound of outbox messages not pending, oldestPendingAt answers with a time no later than any pending one's", async (t) => {
+  const [store] = await storesOnNewBuckets(t, 1)
+  const outbox = await rawBucket(t, `${store.bucket}_push`)
+  const hourAgo = Date.now() - 3_600_000
+  await store.save(sampleTask("t-1"))
+  await store.push.putConfig({ taskId: "t-1", id: "a", version: "1.0", url: "https://hooks.example.com/a", createdAt: new Date().toISOString() })
+  const before = Date.now()
+  // More saves cut short than oldestPendingAt reads past (8), each an hour old by its own account.
+  for (let seq = 11; seq <= 20; seq++) {
+    const item = { key: `k-${seq}`, taskId: "t-1", configId: "a", seq, event: { kind: "status", task: sampleTask("t-1") }, attempts: 0, notBefore: hourAgo, enqueuedAt: hourAgo }
+    await outbox.put(`o.t-1.a.${String(seq).padStart(16, "0")}.cutshort`, JSON.stringify(item))
+  }
+  const working = sampleTask("t-1", "working")
+  await store.push.saveWithEvent(working, { kind: "status", task: working })
+  const [claim] = await store.push.claim("i-1", 10, 60_000, Date.now())
+  const oldest = await store.push.oldestPendingAt!()
+  // The 8th message's time, on our clock as the store measured the server's against it (the same machine here: within a second).
+  t.ok(oldest !== undefined && oldest > hourAgo, "not the unsaved notifications' own times")
+  t.ok(oldest! >= before - 1000 && oldest! <= claim.item.enqueuedAt + 1000, "no later than the pending one's, within the clocks' measure")
 })
 
 /** Events from position `from` on, each its text tagged. */

@@ -1,9 +1,11 @@
 import { randomUUID } from "node:crypto"
+import { connect } from "nats"
 import t, { type Test } from "tap"
 import { createLocalClient, type ModelFunction } from "../lib/client/client.js"
+import { NatsTaskStore } from "../lib/stores/nats.js"
 import { createToolkit } from "../lib/tools/toolkit.js"
 import { serve, type ServeOptions } from "../plugins/serve.js"
-import { localServer, rpc, waitFor } from "./helpers.js"
+import { localServer, NATS_URL, rpc, waitFor } from "./helpers.js"
 
 /*
  * Metrics as a Prometheus scraper sees them: exact counts after a known set of requests, behind the A2A
@@ -172,29 +174,70 @@ t.test("two servers in one process count apart, each in its own registry", async
   t.equal(ofTwo.get(sends), undefined, "the other server saw no send")
 })
 
-t.test("push notifications: sent, retried and the oldest pending one's age", async (t) => {
-  let answers = 0
-  const webhook = await localServer(t, (req, res) => {
-    req.resume()
-    // The first notification is refused once (503), then every one is taken.
-    req.on("end", () => res.writeHead(answers++ === 0 ? 503 : 200, { "retry-after": "0" }).end())
+/** The push stores the age gauge is checked on: memory, and NATS on buckets of its own (deleted when the test ends, after the agent stops). */
+const pushStores: Array<[string, (t: Test) => ServeOptions["a2a"]]> = [
+  ["the memory store", () => ({ store: "memory" })],
+  [
+    "NatsTaskStore",
+    (t) => {
+      const suffix = randomUUID().replaceAll("-", "")
+      const store = new NatsTaskStore(NATS_URL, { bucket: `tn_metrics_${suffix}`, leaseBucket: `tn_metrics_leases_${suffix}` })
+      t.teardown(async () => {
+        await store.close()
+        const nc = await connect({ servers: NATS_URL })
+        const jsm = await nc.jetstreamManager()
+        for (const stream of [`KV_${store.bucket}`, `KV_${store.leaseBucket}`, `KV_${store.bucket}_push`, store.eventStream]) await jsm.streams.delete(stream).catch(() => false)
+        await nc.drain()
+      })
+      return { store }
+    },
+  ],
+]
+
+for (const [name, storeOf] of pushStores) {
+  t.test(`push notifications on ${name}: sent, retried and the oldest pending one's age`, async (t) => {
+    let answers = 0
+    let release: () => void = () => {}
+    const held = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    let firstArrived: () => void = () => {}
+    const arrived = new Promise<void>((resolve) => {
+      firstArrived = resolve
+    })
+    const webhook = await localServer(t, (req, res) => {
+      req.resume()
+      // The first notification is held until the test has seen its age, then refused once (503); every one after is taken.
+      req.on("end", () => {
+        if (answers++ > 0) return res.writeHead(200).end()
+        firstArrived()
+        void held.then(() => res.writeHead(503, { "retry-after": "0" }).end())
+      })
+    })
+    const agent = await meteredAgent(t, { ...storeOf(t), push: { allow: ["127.0.0.1"], retryBaseMs: 1 } })
+    t.teardown(release)
+    const url = `${agent.url}/metrics`
+    const before = await scrape(url)
+    t.equal(before.get("toolnexus_push_oldest_pending_age_seconds"), 0, "the store tells the age; nothing pending yet")
+    await post(agent.url, {
+      ...send10("add"),
+      params: { message: { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text: "add" }] }, configuration: { taskPushNotificationConfig: { url: `${webhook}/hook` } } },
+    })
+    await arrived
+    // Pending while the webhook holds it: its age grows from 0 as the clock moves on.
+    await waitFor(async () => (await scrape(url)).get("toolnexus_push_oldest_pending_age_seconds")! > 0, 10_000, "an age above 0 for the held notification")
+    const during = await scrape(url)
+    t.ok(during.get("toolnexus_push_oldest_pending_age_seconds")! < 60, "the age of a notification of this test")
+    release()
+    // submitted, working, the answer's artifact, completed: four notifications, the first one twice.
+    await waitFor(async () => (await scrape(url)).get(sample("toolnexus_push_notifications_total", { outcome: "sent" })) === 4, 10_000, "four notifications sent")
+    const after = await scrape(url)
+    t.equal(after.get(sample("toolnexus_push_notifications_total", { outcome: "retried" })), 1)
+    t.equal(after.get(sample("toolnexus_push_notifications_total", { outcome: "dead_lettered" })), undefined)
+    t.equal(answers, 5, "the webhook got five POSTs")
+    t.equal(after.get("toolnexus_push_oldest_pending_age_seconds"), 0, "nothing pending once all went")
   })
-  const agent = await meteredAgent(t, { push: { allow: ["127.0.0.1"], retryBaseMs: 1 } })
-  const url = `${agent.url}/metrics`
-  const before = await scrape(url)
-  t.equal(before.get("toolnexus_push_oldest_pending_age_seconds"), 0, "the memory store tells the age; nothing pending yet")
-  await post(agent.url, {
-    ...send10("add"),
-    params: { message: { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text: "add" }] }, configuration: { taskPushNotificationConfig: { url: `${webhook}/hook` } } },
-  })
-  // submitted, working, the answer's artifact, completed: four notifications, the first one twice.
-  await waitFor(async () => (await scrape(url)).get(sample("toolnexus_push_notifications_total", { outcome: "sent" })) === 4, 10_000, "four notifications sent")
-  const after = await scrape(url)
-  t.equal(after.get(sample("toolnexus_push_notifications_total", { outcome: "retried" })), 1)
-  t.equal(after.get(sample("toolnexus_push_notifications_total", { outcome: "dead_lettered" })), undefined)
-  t.equal(answers, 5, "the webhook got five POSTs")
-  t.equal(after.get("toolnexus_push_oldest_pending_age_seconds"), 0, "nothing pending once all went")
-})
+}
 
 t.test("a bad metrics option is refused at registration, naming it", async (t) => {
   const client = createLocalClient(() => "x")

@@ -55,6 +55,7 @@ export interface NatsHeaders {
 /** A message as a stream read by sequence or subject gives it. */
 export interface NatsStoredMsg {
   seq: number
+  subject: string
   header: NatsHeaders
   /** The server's time of the message. */
   time: Date

@@ -18,6 +18,9 @@ import { assertTaskId } from "./task-checks.js"
  *   attempt `writer` (two saves of the Task at once each write their own;
  *   the Task names the one that landed, and the other's are removed);
  * - `l.T.C`: the lease on that config's channel;
+ * - `r.T.C.<enqueuedAt>.<seq>.<writer>`: the retry mark of that notification,
+ *   written by its first retryLater, removed when it is settled (see
+ *   oldestPendingAt);
  * - `d.T.<deadAt>.<key>`: a dead letter.
  *
  * The Task's save is the commit marker: the notifications are written
@@ -46,6 +49,19 @@ export interface NatsPushHost {
   keyOf(id: string): string
   /** Calls `onPut` for every key matching `filter` written from now on; the function it gives stops it. */
   watchPuts(filter: string, onPut: () => void): Promise<() => Promise<void>>
+  /** The bucket's first message at or after stream sequence `seq` whose key matches `filter`; undefined when there is none. */
+  nextMessage(filter: string, seq: number): Promise<NatsPushMessage | undefined>
+}
+
+/** One message of the push bucket's stream, as a read by sequence gives it: the last write of its key, or a marker. */
+export interface NatsPushMessage {
+  /** Its stream sequence: the order of the last writes of the keys. */
+  seq: number
+  key: string
+  operation: "PUT" | "DEL" | "PURGE"
+  /** The server's time of the write. */
+  time: Date
+  string(): string
 }
 
 export interface NatsPushEntry {
@@ -75,6 +91,8 @@ const WRONG_LAST_SEQUENCE = 10071
 const CLOCK_KEY = "clock"
 const CLOCK_RECHECK_MS = 60_000
 const STORE = "NatsTaskStore"
+/** Outbox messages oldestPendingAt reads in stream order past those not pending (saves under way or never landed, purge markers). */
+const MAX_OLDEST_STEPS = 8
 
 const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value))
 
@@ -120,7 +138,7 @@ export class NatsPushStore implements PushStore {
       if (found === undefined || !found.some((config) => config.id === id)) return
       await this.changeConfigs(taskId, (configs) => configs.filter((config) => config.id !== id))
       const channel = `${this.host.keyOf(taskId)}.${this.host.keyOf(String(id))}`
-      await this.host.purgeSubjects([`o.${channel}.>`, `l.${channel}`])
+      await this.host.purgeSubjects([`o.${channel}.>`, `l.${channel}`, `r.${channel}.>`])
     })
   }
 
@@ -218,12 +236,13 @@ export class NatsPushStore implements PushStore {
         landed = { seq: pushSeqOf(task), writer: pushWriterOf(task) }
         committed.set(head.task, landed)
       }
-      if (item.seq > landed.seq) {
+      const fate = fateOf(item.seq, writer, landed)
+      if (fate === "unsaved") {
         // Its save has not landed: under way, or never to land once it is older than any save takes.
         if (serverNow - entry.created.getTime() > ABANDONED_PUSH_ITEM_MS) await kv.purge(key, { previousSeq: entry.revision }).catch(() => {})
         continue
       }
-      if (item.seq === landed.seq && landed.writer !== undefined && writer !== landed.writer) {
+      if (fate === "lost") {
         // Written by a save of the same seq that lost to the one that landed (it saves again, later): never sent.
         await kv.purge(key, { previousSeq: entry.revision }).catch(() => {})
         continue
@@ -276,7 +295,7 @@ export class NatsPushStore implements PushStore {
   async ack(claim: PushClaim): Promise<void> {
     const { itemKey } = placeOf(claim)
     // Delivered is delivered, whoever holds the lease now; removed from the stream, so no marker is left per notification.
-    await this.host.purgeSubjects([itemKey])
+    await this.host.purgeSubjects(this.settledKeys(claim, itemKey))
     await this.release(claim)
   }
 
@@ -284,6 +303,8 @@ export class NatsPushStore implements PushStore {
     const { itemKey } = placeOf(claim)
     if ((await this.heldLock(claim)) === undefined) return
     const kv = await this.host.kv()
+    // The rewrite moves the notification to the stream's end: its mark keeps its place for oldestPendingAt (the first retry writes it, before the move).
+    if (claim.item.attempts === 0) await kv.put(retryMarkOf(itemKey, claim.item.enqueuedAt), new Uint8Array(0))
     await kv.put(itemKey, encode(retried(claim.item, notBefore, String(error))))
     await this.release(claim)
   }
@@ -294,8 +315,69 @@ export class NatsPushStore implements PushStore {
     const kv = await this.host.kv()
     const dead = deadLetterOf(claim.item, String(reason), Date.now(), attempts)
     await kv.put(`d.${this.host.keyOf(dead.taskId)}.${padded(dead.deadAt)}.${this.host.keyOf(dead.key)}`, encode(dead))
-    await this.host.purgeSubjects([itemKey])
+    await this.host.purgeSubjects(this.settledKeys(claim, itemKey))
     await this.release(claim)
+  }
+
+  /** What a settled claim removes: its notification, and its retry mark if it was retried (the mark after it: a mark left alone is found stale, never a retried notification unmarked). */
+  private settledKeys(claim: PushClaim, itemKey: string): string[] {
+    return claim.item.attempts > 0 ? [itemKey, retryMarkOf(itemKey, claim.item.enqueuedAt)] : [itemKey]
+  }
+
+  /**
+   * When the oldest notification still in the outbox was enqueued. The
+   * stream keeps the outbox in the order of its last writes, which is the
+   * order enqueued but for retried notifications (retryLater writes them
+   * again, at the end): so it is the earlier of the outbox's first pending
+   * notification in stream order (one read by sequence, and one read of its
+   * Task to see its save landed) and the oldest retry mark (a scan of the
+   * `r.` keys: as many as notifications being retried, the outbox's other
+   * keys are not read; a mark whose notification is gone is removed).
+   * Past MAX_OLDEST_STEPS outbox messages that are not pending it stops,
+   * and answers with the last one's time: no later notification is older,
+   * so the age reported is at most too high, never too low.
+   * Enqueue times are the enqueuing servers' clocks, stream order the NATS
+   * server's: with their clocks apart, the answer is off by as much.
+   */
+  async oldestPendingAt(): Promise<number | undefined> {
+    const [first, retried] = await Promise.all([this.firstPendingAt(), this.oldestRetryMark()])
+    if (first === undefined || retried === undefined) return first ?? retried
+    return Math.min(first, retried)
+  }
+
+  /** The outbox's first notification in stream order whose save landed: when it was enqueued. */
+  private async firstPendingAt(): Promise<number | undefined> {
+    let seq = 1
+    for (let step = 1; ; step++) {
+      const message = await this.host.nextMessage("o.>", seq)
+      if (message === undefined) return undefined
+      const parts = message.key.split(".")
+      if (message.operation === "PUT" && parts.length === 5) {
+        const item = JSON.parse(message.string()) as PushOutboxItem
+        const task = await this.host.readTask(item.taskId)
+        if (fateOf(item.seq, parts[4], { seq: pushSeqOf(task), writer: pushWriterOf(task) }) === "landed") return item.enqueuedAt
+      }
+      if (step >= MAX_OLDEST_STEPS) return message.time.getTime() - (await this.clockOffset(await this.host.kv()))
+      seq = message.seq + 1
+    }
+  }
+
+  /** The enqueue time of the oldest retried notification still in the outbox, by its mark. */
+  private async oldestRetryMark(): Promise<number | undefined> {
+    const kv = await this.host.kv()
+    const marks: Array<{ key: string; itemKey: string; enqueuedAt: number }> = []
+    for await (const key of await kv.keys("r.>")) {
+      const [, task, config, at, seq, writer, ...rest] = key.split(".")
+      if (writer === undefined || rest.length > 0) continue
+      marks.push({ key, itemKey: `o.${task}.${config}.${seq}.${writer}`, enqueuedAt: Number(at) })
+    }
+    marks.sort((a, b) => a.enqueuedAt - b.enqueuedAt)
+    for (const mark of marks) {
+      if ((await kv.get(mark.itemKey))?.operation === "PUT") return mark.enqueuedAt
+      // Its notification was settled without it (a stop between the two removals, or a config or Task deleted).
+      await this.host.purgeSubjects([mark.key])
+    }
+    return undefined
   }
 
   async listDeadLetters(limit: number): Promise<PushDeadLetter[]> {
@@ -366,6 +448,24 @@ interface Head {
 interface Committed {
   seq: number
   writer: string | undefined
+}
+
+/**
+ * Whether the notification at `seq` written by save attempt `writer` is part
+ * of its Task: landed (deliverable), unsaved (its save is under way or never
+ * landed: above the Task's pushSeq), or lost (a save of the same seq that
+ * lost to the one that landed).
+ */
+function fateOf(seq: number, writer: string, landed: Committed): "landed" | "unsaved" | "lost" {
+  if (seq > landed.seq) return "unsaved"
+  if (seq === landed.seq && landed.writer !== undefined && writer !== landed.writer) return "lost"
+  return "landed"
+}
+
+/** The retry mark of the notification under `itemKey` (`o.T.C.<seq>.<writer>`): `r.T.C.<enqueuedAt>.<seq>.<writer>`, its time in its key, so a scan of keys orders the marks. */
+function retryMarkOf(itemKey: string, enqueuedAt: number): string {
+  const [, task, config, seq, writer] = itemKey.split(".")
+  return `r.${task}.${config}.${padded(enqueuedAt)}.${seq}.${writer}`
 }
 
 function placeOf(claim: PushClaim): { itemKey: string; lockKey: string; token: string } {

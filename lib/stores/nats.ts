@@ -11,7 +11,7 @@ import { assertTask, assertTaskId, parseStoredTask } from "./task-checks.js"
 import { TaskConflictError, type LeaseBook, type TaskStore } from "./task-store.js"
 import { WriteOrder } from "./write-order.js"
 import { pushSeqOf, pushWriterOf, withPushSeq } from "../internals.js"
-import { NatsPushStore } from "./nats-push.js"
+import { NatsPushStore, type NatsPushMessage } from "./nats-push.js"
 import { NatsEventLog, openEventStream, type NatsEventJetStream, type NatsEventStream, type NatsEventStreams, type NatsHeaders } from "./nats-events.js"
 import { eventRetentionOf, type EventLog } from "./event-log.js"
 import { eventTexts } from "./push-records.js"
@@ -107,6 +107,9 @@ const CLOCK_RECHECK_MS = 60_000
 const CLOCK_KEY = "toolnexus.clock"
 /** What a message may carry when the server does not say: NATS's default max_payload. */
 const DEFAULT_MAX_PAYLOAD = 1024 * 1024
+const NO_MESSAGE = 10037
+/** The header a KV delete or purge marker carries ("DEL", "PURGE"); a value written has none. */
+const KV_OPERATION = "KV-Operation"
 
 /**
  * Tasks in a NATS JetStream KV bucket, shared by every server that points
@@ -217,6 +220,7 @@ export class NatsTaskStore implements TaskStore {
       inOrder: (id, write) => this.writes.run(id, write),
       keyOf: natsKey,
       watchPuts: (filter, onPut) => this.watchPushPuts(filter, onPut),
+      nextMessage: (filter, seq) => this.nextPushMessage(filter, seq),
     })
   }
 
@@ -420,6 +424,24 @@ export class NatsTaskStore implements TaskStore {
     return async () => {
       updates.stop()
       await done
+    }
+  }
+
+  /** The push bucket's first message at or after stream sequence `seq` whose key matches `filter` (one request); undefined when there is none. */
+  private async nextPushMessage(filter: string, seq: number): Promise<NatsPushMessage | undefined> {
+    this.assertOpen()
+    await this.pushKv.get() // its stream exists from here on
+    const { nc } = await this.connection.get()
+    const { streams } = await nc.jetstreamManager()
+    const bucket = `${this.bucket}_push`
+    const prefix = `$KV.${bucket}.`
+    try {
+      const msg = await streams.getMessage(`KV_${bucket}`, { seq, next_by_subj: `${prefix}${filter}` })
+      const operation = (msg.header?.get(KV_OPERATION) || "PUT") as NatsPushMessage["operation"]
+      return { seq: msg.seq, key: msg.subject.slice(prefix.length), operation, time: msg.time, string: () => msg.string() }
+    } catch (err) {
+      if ((err as { api_error?: { err_code?: number } })?.api_error?.err_code === NO_MESSAGE) return undefined
+      throw err
     }
   }
 
