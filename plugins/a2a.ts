@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyPluginAsync, FastifyRequest } from "fastify"
+import type { FastifyContextConfig, FastifyInstance, FastifyPluginAsync, FastifyRequest } from "fastify"
 import fp from "fastify-plugin"
 import { publicAgentCard, type CardFeatures } from "../lib/a2a/card.js"
 import { CardSigner } from "../lib/a2a/card-signing.js"
@@ -11,7 +11,7 @@ import { createAuthentication } from "./authenticate.js"
 import { DEAD_LETTERS_PATH, deadLettersHandler } from "./dead-letters-route.js"
 import { agentCardHandler, CARD_PATH, endpointUrl } from "./card-route.js"
 import { decorateGrpc } from "./grpc.js"
-import { answerHttpError } from "./http-errors.js"
+import { answerHttpError, type A2ARouteConfig } from "./http-errors.js"
 import { JSON_TYPES, jsonRpcHandler } from "./jsonrpc-route.js"
 import { inspectorRoutes, readInspectorFiles } from "./inspector-route.js"
 import { JWKS_PATH, jwksHandler } from "./jwks-route.js"
@@ -88,9 +88,14 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
       const cardUrl = (request: FastifyRequest) => opts.url ?? endpointUrl(request, routes.prefix)
       if (opts.rateLimit) await registerRateLimit(routes, opts.rateLimit)
 
+      const jsonRpcConfig: FastifyContextConfig & A2ARouteConfig = { a2aRefusals: { operations: agent.operations, binding: "jsonrpc" } }
       routes.post(
         "/",
-        { bodyLimit: opts.bodyLimit ?? DEFAULT_BODY_LIMIT, ...(auth && { onRequest: auth.onRequest }) },
+        {
+          bodyLimit: opts.bodyLimit ?? DEFAULT_BODY_LIMIT,
+          config: jsonRpcConfig,
+          ...(auth && { onRequest: auth.onRequest }),
+        },
         jsonRpcHandler({
           dispatcher: agent.dispatcher,
           closing: agent.closing,

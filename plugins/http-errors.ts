@@ -1,5 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify"
 import { A2AError, ErrorCode } from "../lib/a2a/errors.js"
+import type { A2AOperations } from "../lib/a2a/operations.js"
+import type { Binding } from "../lib/observe/telemetry.js"
 import type { JsonRpcResponse } from "../lib/a2a/jsonrpc.js"
 import { answerVersion, codecFor } from "../lib/a2a/wire.js"
 
@@ -24,10 +26,26 @@ export function closeAfterRefusal(request: FastifyRequest, reply: FastifyReply, 
   })
 }
 
+/**
+ * The route config of an A2A binding's route (`config` of its route options):
+ * its refusals are counted with the requests. The other routes sharing an
+ * error handler (the card, metrics, dead letters) serve no A2A request, and have none.
+ */
+export interface A2ARouteConfig {
+  a2aRefusals?: { operations: A2AOperations; binding: Binding }
+}
+
+/** Counts a refusal made before any operation ran, with `status` its HTTP status, when the request was for an A2A binding's route: what both HTTP bindings' error handlers call. */
+export function countRefusal(request: FastifyRequest, error: A2AError, status: number): void {
+  const refusals = (request.routeOptions.config as A2ARouteConfig | undefined)?.a2aRefusals
+  refusals?.operations.refused(refusals.binding, error, status)
+}
+
 /** Sends a JSON-RPC error body with an HTTP status, for refusals made before the dispatcher runs; in the version answerVersion picks. */
 export function sendRefusal(request: FastifyRequest, reply: FastifyReply, status: number, error: A2AError): FastifyReply {
   const body: JsonRpcResponse = { jsonrpc: "2.0", id: null, error: codecFor(answerVersion(request.headers["a2a-version"])).error(error) }
   request.log.info({ outcome: error.code, status }, "a2a request refused")
+  countRefusal(request, error, status)
   closeAfterRefusal(request, reply, status)
   return reply.code(status).type("application/json").send(body)
 }

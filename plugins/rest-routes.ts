@@ -5,7 +5,7 @@ import { A2AError, ErrorCode } from "../lib/a2a/errors.js"
 import type { A2AOperations } from "../lib/a2a/operations.js"
 import { errorAnswer, errorForm, REQUEST_CONTENT_TYPES, REST_ROUTES, RestBinding, type RestRoute } from "../lib/a2a/rest.js"
 import type { createAuthentication } from "./authenticate.js"
-import { closeAfterRefusal } from "./http-errors.js"
+import { closeAfterRefusal, countRefusal, type A2ARouteConfig } from "./http-errors.js"
 import { OpenStreams } from "../lib/a2a/open-streams.js"
 import { logA2ARequest } from "./request-log.js"
 import { writeEvents } from "./sse.js"
@@ -54,7 +54,7 @@ export async function restRoutes(routes: FastifyInstance, opts: RestRoutesOption
   const streams = new OpenStreams(opts.closing)
   for (const route of REST_ROUTES) {
     const handler = restHandler(route, binding, streams, opts)
-    const config: FastifyContextConfig & { a2aRest: RestRoute } = { a2aRest: route }
+    const config: FastifyContextConfig & A2ARouteConfig & { a2aRest: RestRoute } = { a2aRest: route, a2aRefusals: { operations: opts.operations, binding: "rest" } }
     for (const url of fastifyPaths(route)) {
       routes.route({
         method: route.method,
@@ -131,6 +131,7 @@ function answerRestError(err: FastifyError, request: FastifyRequest, reply: Fast
   const { error, status } = refusal(err, request)
   const answer = errorAnswer(error, route ? errorForm(route, request.headers["a2a-version"]) : "1.0", status)
   request.log.info({ method: route?.operation, binding: "rest", outcome: error.code, status: answer.status }, "a2a request refused")
+  countRefusal(request, error, answer.status)
   // A peer without credentials, or sending too much, gets no kept-alive socket to hold.
   closeAfterRefusal(request, reply, answer.status)
   return reply.code(answer.status).type(answer.contentType).send(answer.body)

@@ -1,7 +1,9 @@
+import * as grpc from "@grpc/grpc-js"
 import { randomUUID } from "node:crypto"
 import { connect } from "nats"
 import t, { type Test } from "tap"
 import { createLocalClient, type ModelFunction } from "../lib/client/client.js"
+import { messageType } from "../lib/grpc/proto.js"
 import { NatsTaskStore } from "../lib/stores/nats.js"
 import { createToolkit } from "../lib/tools/toolkit.js"
 import { serve, type ServeOptions } from "../plugins/serve.js"
@@ -172,6 +174,87 @@ t.test("two servers in one process count apart, each in its own registry", async
   const sends = sample("toolnexus_a2a_requests_total", { method: "SendMessage", binding: "jsonrpc", outcome: "ok" })
   t.equal(ofOne.get(sends), 1)
   t.equal(ofTwo.get(sends), undefined, "the other server saw no send")
+})
+
+/** One unary gRPC call of `method` with these bytes and metadata, as a raw peer sends it: its status code (0: OK). */
+async function grpcStatus(address: string, method: string, bytes: Uint8Array, metadata: Record<string, string> = {}): Promise<number> {
+  const client = new grpc.Client(address, grpc.credentials.createInsecure())
+  const md = new grpc.Metadata()
+  for (const [key, value] of Object.entries(metadata)) md.set(key, value)
+  try {
+    return await new Promise((resolve) => {
+      const asIs = (buffer: Buffer) => buffer
+      client.makeUnaryRequest(`/lf.a2a.v1.A2AService/${method}`, asIs, asIs, Buffer.from(bytes), md, (error) => resolve(error?.code ?? grpc.status.OK))
+    })
+  } finally {
+    client.close()
+  }
+}
+
+t.test("requests refused before any operation are counted under method none, by binding and the refusal's reason; other routes' refusals are not", async (t) => {
+  const token = "ops-secret-0123456789"
+  const agent = await meteredAgent(t, { auth: { tokens: { [token]: "ops" } }, bodyLimit: 1024 })
+  const grpcAddress = await agent.app.toolnexusGrpc.listen("127.0.0.1:0")
+  const bearer = { authorization: `Bearer ${token}` }
+  const send = async (path: string, init: { method?: string; body?: string; headers?: Record<string, string> }, status: number) => {
+    const response = await fetch(`${agent.url}${path}`, { method: init.method ?? "POST", headers: { "content-type": "application/json", ...init.headers }, body: init.body })
+    await response.arrayBuffer()
+    t.equal(response.status, status, `${init.method ?? "POST"} ${path} ${JSON.stringify(init.headers ?? {})} answers ${status}`)
+  }
+  const v1 = { ...bearer, "a2a-version": "1.0" }
+  const big = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: "x".repeat(2000) } })
+  const getTask = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: "nope" } })
+
+  // JSON-RPC: at the HTTP level (the error handler) and in the dispatcher.
+  await send("/", { body: getTask }, 401)
+  await send("/", { body: big, headers: v1 }, 413)
+  await send("/", { body: getTask, headers: { ...v1, "content-type": "text/plain" } }, 415)
+  await send("/", { body: "{", headers: v1 }, 200)
+  await send("/", { body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "NoSuchMethod" }), headers: v1 }, 200)
+  await send("/", { body: JSON.stringify({ jsonrpc: "1.0", id: 1, method: "GetTask" }), headers: v1 }, 200)
+  await send("/", { body: getTask, headers: { ...bearer, "a2a-version": "9.9" } }, 200)
+  await send("/", { body: getTask, headers: v1 }, 200) // reaches GetTask: counted under it
+  // REST: its error handler (auth, limits, parse, schema) and its binding (a 0.3 request on a 1.0 path).
+  await send("/tasks/nope", { method: "GET" }, 401)
+  await send("/message:send", { body: big, headers: v1 }, 413)
+  await send("/message:send", { body: "{}", headers: { ...v1, "content-type": "text/plain" } }, 415)
+  await send("/message:send", { body: "{", headers: v1 }, 400)
+  await send("/message:send", { body: "{}", headers: v1 }, 400)
+  await send("/tasks/nope", { method: "GET", headers: bearer }, 400)
+  // gRPC: its checks before the operation.
+  const getRequest = messageType("GetTaskRequest").encode({ id: "nope" }).finish()
+  t.equal(await grpcStatus(grpcAddress, "GetTask", getRequest), grpc.status.UNAUTHENTICATED)
+  t.equal(await grpcStatus(grpcAddress, "GetTask", getRequest, { ...bearer, "a2a-version": "0.3" }), grpc.status.FAILED_PRECONDITION)
+  t.equal(await grpcStatus(grpcAddress, "GetTask", Buffer.from([0xff, 0xff, 0xff]), bearer), grpc.status.INVALID_ARGUMENT)
+  // Not A2A requests: the metrics route's own refusal.
+  await send("/metrics", { method: "GET" }, 401)
+
+  const metrics = await scrape(`${agent.url}/metrics`, bearer)
+  const refusals = Object.fromEntries([...metrics].filter(([key]) => key.startsWith("toolnexus_a2a_requests_total{") && key.includes('method="none"')))
+  const refused = (binding: string, outcome: string) => sample("toolnexus_a2a_requests_total", { method: "none", binding, outcome })
+  t.same(refusals, {
+    [refused("jsonrpc", "UNAUTHENTICATED")]: 1,
+    [refused("jsonrpc", "PAYLOAD_TOO_LARGE")]: 1,
+    [refused("jsonrpc", "UNSUPPORTED_MEDIA_TYPE")]: 1,
+    [refused("jsonrpc", "PARSE_ERROR")]: 1,
+    [refused("jsonrpc", "METHOD_NOT_FOUND")]: 1,
+    [refused("jsonrpc", "INVALID_REQUEST")]: 1,
+    [refused("jsonrpc", "VERSION_NOT_SUPPORTED")]: 1,
+    [refused("rest", "UNAUTHENTICATED")]: 1,
+    [refused("rest", "PAYLOAD_TOO_LARGE")]: 1,
+    [refused("rest", "UNSUPPORTED_MEDIA_TYPE")]: 1,
+    [refused("rest", "PARSE_ERROR")]: 1,
+    [refused("rest", "INVALID_PARAMS")]: 1,
+    [refused("rest", "VERSION_NOT_SUPPORTED")]: 1,
+    [refused("grpc", "UNAUTHENTICATED")]: 1,
+    [refused("grpc", "VERSION_NOT_SUPPORTED")]: 1,
+    [refused("grpc", "PARSE_ERROR")]: 1,
+  })
+  t.equal(metrics.get(sample("toolnexus_a2a_requests_total", { method: "GetTask", binding: "jsonrpc", outcome: "TASK_NOT_FOUND" })), 1, "a request that reached its operation is counted under it")
+  t.notOk(
+    [...metrics.keys()].some((key) => key.startsWith("toolnexus_a2a_request_duration_seconds") && key.includes('method="none"')),
+    "refusals are not timed: the duration is from reaching an operation",
+  )
 })
 
 /** The push stores the age gauge is checked on: memory, and NATS on buckets of its own (deleted when the test ends, after the agent stops). */

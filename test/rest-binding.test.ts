@@ -483,12 +483,14 @@ t.test("the route table: Fastify paths, and how path, query and body become para
   t.same(fastifyPaths(find("GET", "/v1/tasks/{id}")), ["/v1/tasks/:id"], "a 0.3 path has no tenant form")
 
   const calls: Array<{ name: OperationName; params: unknown; version: string }> = []
+  const refusals: string[] = []
   const operations = {
     resumable: false,
     run: async (name: OperationName, params: unknown, ctx: CallContext) => {
       calls.push({ name, params, version: ctx.version })
       return { error: new A2AError(ErrorCode.TaskNotFound, "stub") }
     },
+    refused: (binding: string, error: A2AError) => refusals.push(`${binding}:${error.code}`),
   } as unknown as A2AOperations
   const binding = new RestBinding(operations)
   const log = memoryLogger()
@@ -514,4 +516,5 @@ t.test("the route table: Fastify paths, and how path, query and body become para
   const refused = await call("GET", "/tasks/{id}", { path: { id: "x" } }, "0.3")
   t.equal(refused.errorCode, ErrorCode.VersionNotSupported, "a 0.3 request on a 1.0 path runs nothing")
   t.equal(calls.length, 7)
+  t.same(refusals, [`rest:${ErrorCode.VersionNotSupported}`], "and is counted as a refusal")
 })

@@ -61,6 +61,19 @@ export const BINDING_ERRORS: Readonly<Record<ErrorCode, BindingError>> = {
   [ErrorCode.VersionNotSupported]: { http: 400, grpc: "FAILED_PRECONDITION", reason: "VERSION_NOT_SUPPORTED" },
 }
 
+/**
+ * The HTTP refusals made before any operation runs that the error table has
+ * no row of their own for (they answer -32600 or an authentication error),
+ * by the name the request metrics' outcome gives each: HTTP's name for 413
+ * and 415, google.rpc.Code's for 401 and 429 (as the REST body's `status` says them).
+ */
+const HTTP_REFUSALS: Readonly<Record<number, string>> = { 401: "UNAUTHENTICATED", 413: "PAYLOAD_TOO_LARGE", 415: "UNSUPPORTED_MEDIA_TYPE", 429: "RESOURCE_EXHAUSTED" }
+
+/** What a refusal made before any operation is counted as: the name of its HTTP status when it has one above, else its error's reason (PARSE_ERROR, INVALID_REQUEST, …). */
+export function refusalReason(error: A2AError, httpStatus?: number): string {
+  return (httpStatus !== undefined ? HTTP_REFUSALS[httpStatus] : undefined) ?? BINDING_ERRORS[error.code].reason
+}
+
 /** The domain of every ErrorInfo the server sends. */
 export const ERROR_DOMAIN = "a2a-protocol.org"
 

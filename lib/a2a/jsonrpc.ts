@@ -93,19 +93,19 @@ export class JsonRpcDispatcher {
     try {
       version = negotiateVersion(ctx.version)
     } catch (err) {
-      return answer(idOf(body), codecFor(answerVersion(ctx.version)), err as A2AError)
+      return this.refuse(idOf(body), codecFor(answerVersion(ctx.version)), err as A2AError)
     }
     const codec = codecFor(version)
     if (Array.isArray(body)) {
-      return answer(null, codec, new A2AError(ErrorCode.InvalidRequest, "Invalid request: JSON-RPC batches are not supported; send one request object per HTTP request"))
+      return this.refuse(null, codec, new A2AError(ErrorCode.InvalidRequest, "Invalid request: JSON-RPC batches are not supported; send one request object per HTTP request"))
     }
     const envelope = checkEnvelope(body)
-    if (envelope instanceof A2AError) return answer(idOf(body), codec, envelope)
+    if (envelope instanceof A2AError) return this.refuse(idOf(body), codec, envelope)
     const { id, method, params, notification } = envelope
     const shownMethod = truncate(method, 64)
     const operation = METHODS.get(method)
     if (operation === undefined) {
-      const outcome = answer(id, codec, new A2AError(ErrorCode.MethodNotFound, `Method not found: ${shownMethod}. This server answers ${this.methodNames.join(", ")}`))
+      const outcome = this.refuse(id, codec, new A2AError(ErrorCode.MethodNotFound, `Method not found: ${shownMethod}. This server answers ${this.methodNames.join(", ")}`))
       return notification ? { method: shownMethod, version, errorCode: outcome.errorCode } : { ...outcome, method: shownMethod, version }
     }
 
@@ -138,6 +138,12 @@ export class JsonRpcDispatcher {
     outcome.taskId = called.taskId
     outcome.version = version
     return outcome
+  }
+
+  /** The answer to a request refused before any operation ran, counted as one. */
+  private refuse(id: JsonRpcId, codec: WireCodec, error: A2AError): DispatchOutcome {
+    this.operations.refused("jsonrpc", error)
+    return answer(id, codec, error)
   }
 }
 

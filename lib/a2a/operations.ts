@@ -4,7 +4,7 @@ import type { HeaderLookup } from "../observe/propagation.js"
 import { tracesOnly, type Binding, type RequestFailure, type RequestObservation, type Telemetry } from "../observe/telemetry.js"
 import type { TaskStore } from "../stores/task-store.js"
 import type { A2AMessage, A2ATask, AgentCard } from "../types.js"
-import { A2AError, BINDING_ERRORS, ErrorCode, truncate } from "./errors.js"
+import { A2AError, BINDING_ERRORS, ErrorCode, refusalReason, truncate } from "./errors.js"
 import type { EventRecorder } from "./event-recorder.js"
 import { eventQueue, type TaskEvents } from "./events.js"
 import { noExtendedCard } from "./extended-card.js"
@@ -170,6 +170,15 @@ export class A2AOperations {
     }
     // A Map, so "constructor" or "__proto__" never find an operation.
     this.operations = new Map(Object.entries(operations))
+  }
+
+  /**
+   * A request refused before it reached an operation (authentication, a body
+   * limit or type, unparseable JSON, an unknown method or version): counted
+   * with the requests, by the refusal's reason (`refusalReason`, or a gRPC status name).
+   */
+  refused(binding: Binding, refusal: A2AError | string, httpStatus?: number): void {
+    this.telemetry.refused(binding, typeof refusal === "string" ? refusal : refusalReason(refusal, httpStatus))
   }
 
   /** Whether `name` is an operation's name. */

@@ -331,13 +331,13 @@ export class RestBinding {
     try {
       version = negotiateVersion(ctx.version)
     } catch (err) {
-      return failed(route.operation, err as A2AError, errorForm(route, ctx.version))
+      return this.refuse(route.operation, err as A2AError, errorForm(route, ctx.version))
     }
     let served = route
     if (route.version !== version) {
-      if (route.version === "1.0") return failed(route.operation, needsVersion10(route), "1.0", version)
+      if (route.version === "1.0") return this.refuse(route.operation, needsVersion10(route), "1.0", version)
       // A 1.0 request on a 0.3 path: /v1 is a tenant.
-      if (route.twin === undefined) return failed(route.operation, noSuchRoute(route), "1.0", version)
+      if (route.twin === undefined) return this.refuse(route.operation, noSuchRoute(route), "1.0", version)
       served = route.twin
       request = { ...request, path: { ...request.path, tenant: "v1" } }
     }
@@ -366,10 +366,12 @@ export class RestBinding {
     if (result === null || result === undefined) return { status: 204, contentType, ...about }
     return { status: served.status, contentType, body: JSON.stringify(served.render ? served.render(result) : result), ...about }
   }
-}
 
-function failed(operation: OperationName, error: A2AError, form: WireVersion, version?: WireVersion): RestOutcome {
-  return { ...errorAnswer(error, form), operation, ...(version && { version }), errorCode: error.code }
+  /** The answer to a request refused before its operation ran (its version), counted as one. */
+  private refuse(operation: OperationName, error: A2AError, form: WireVersion, version?: WireVersion): RestOutcome {
+    this.operations.refused("rest", error)
+    return { ...errorAnswer(error, form), operation, ...(version && { version }), errorCode: error.code }
+  }
 }
 
 /** The stream's results as events, in the route's version's form; a failure mid-stream (an A2AError by then) is an `error` event that ends it. */

@@ -169,7 +169,7 @@ export class A2AGrpcServer {
     // Ended by the peer's cancel, or the host's closing or this server's; a stream opened while the host closes is ended at once.
     const ended = this.streams.add((end) => call.once("cancelled", end))
     // Such a stream is refused before it starts a task.
-    const called = ended.signal.aborted ? { failure: SHUTTING_DOWN } : await this.run(name, types, call, log, ended.signal)
+    const called = ended.signal.aborted ? { failure: this.refused(SHUTTING_DOWN) } : await this.run(name, types, call, log, ended.signal)
     let failure: Failure | undefined
     if ("failure" in called) failure = called.failure
     else {
@@ -221,7 +221,7 @@ export class A2AGrpcServer {
     try {
       checkVersion(first("a2a-version"))
     } catch (err) {
-      return { failure: err as A2AError }
+      return { failure: this.refused(err as A2AError) }
     }
     const ip = peerAddress(call.getPeer())
     let principal: string | undefined
@@ -233,7 +233,7 @@ export class A2AGrpcServer {
         log.error(errorFields(err), "opts.auth.verify threw")
       }
       if (principal === undefined) {
-        return { failure: { code: grpc.status.UNAUTHENTICATED, details: "Unauthorized: send authorization: Bearer <token> or x-api-key: <key> metadata" }, refused: true }
+        return { failure: this.refused({ code: grpc.status.UNAUTHENTICATED, details: "Unauthorized: send authorization: Bearer <token> or x-api-key: <key> metadata" }), refused: true }
       }
     }
     let params: unknown
@@ -241,8 +241,8 @@ export class A2AGrpcServer {
       params = toProtoJson(types.request, types.request.decode(call.request))
     } catch (err) {
       // Named as the operations name fields, so a peer reads one form on every binding.
-      if (err instanceof ProtoJsonError) return { failure: A2AError.invalidParams(`params.${err.field}`, err.wanted) }
-      return { failure: new A2AError(ErrorCode.ParseError, `Parse error: the request is not a valid ${types.request.name} message`) }
+      if (err instanceof ProtoJsonError) return { failure: this.refused(A2AError.invalidParams(`params.${err.field}`, err.wanted)) }
+      return { failure: this.refused(new A2AError(ErrorCode.ParseError, `Parse error: the request is not a valid ${types.request.name} message`)) }
     }
     const lastEventId = first("last-event-id")
     const outcome = await this.opts.operations.run(name, params, {
@@ -256,6 +256,12 @@ export class A2AGrpcServer {
       ...(lastEventId.length > 0 && { lastEventId }),
     })
     return outcome.error ? { failure: outcome.error, taskId: outcome.taskId } : { answer: outcome.answer!, taskId: outcome.taskId }
+  }
+
+  /** A call refused before its operation ran, counted as one (an A2AError by its reason, another failure by its gRPC status's name); returns the failure. */
+  private refused(failure: Failure): Failure {
+    this.opts.operations.refused("grpc", failure instanceof A2AError ? failure : grpc.status[failure.code])
+    return failure
   }
 
   /** A call's handler, whatever goes wrong in it: logged and answered INTERNAL, never a crash of the process or a call left hanging. */

@@ -39,7 +39,7 @@ export class A2AMetrics {
     const registers = [this.registry]
     this.requests = new Counter({
       name: METRIC.requests,
-      help: "A2A requests that reached an operation, by operation, binding and outcome (ok, or the error's reason)",
+      help: "A2A requests, by operation (none: refused before reaching one), binding and outcome (ok, or the error's or refusal's reason)",
       labelNames: ["method", "binding", "outcome"],
       registers,
     })

@@ -61,6 +61,9 @@ export const FIRST_TOKEN_EVENT = "gen_ai.first_token"
 /** Each binding's `rpc.system`: JSON-RPC and gRPC have registered values; HTTP+JSON has none, and is named as the spec names it. */
 export const RPC_SYSTEM = { jsonrpc: "jsonrpc", grpc: "grpc", rest: "http_json" } as const
 
+/** The `method` label of a request refused before it reached an operation (its `outcome` says why): the name it asked for is the peer's, unbounded. */
+export const NO_OPERATION = "none"
+
 /** The Prometheus metrics, by name; label values are bounded (README says which). */
 export const METRIC = {
   requests: "toolnexus_a2a_requests_total",

@@ -1,7 +1,7 @@
 import { context, SpanKind, SpanStatusCode, trace, type Context, type Span, type Tracer } from "@opentelemetry/api"
 import type { Usage } from "../models/model.js"
 import type { A2AMetrics } from "./metrics.js"
-import { ATTR, FIRST_TOKEN_EVENT, RPC_SERVICE, RPC_SYSTEM, SPAN, TRACER_NAME } from "./names.js"
+import { ATTR, FIRST_TOKEN_EVENT, NO_OPERATION, RPC_SERVICE, RPC_SYSTEM, SPAN, TRACER_NAME } from "./names.js"
 import { incomingContext, type HeaderLookup } from "./propagation.js"
 
 /**
@@ -93,6 +93,11 @@ export class Telemetry implements RunObserver {
       })
     }
     return new RequestObservation(this.metrics, parent, span, operation, binding)
+  }
+
+  /** An A2A request was refused before it reached an operation: counted under method NO_OPERATION, with `reason` as its outcome (no span: nothing ran). */
+  refused(binding: Binding, reason: string): void {
+    this.metrics?.requests.inc({ method: NO_OPERATION, binding, outcome: reason })
   }
 
   /** A Task's run begins, under the context its request had (`parent`). */
