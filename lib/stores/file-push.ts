@@ -93,6 +93,8 @@ const DEAD = "d-"
 const ITEM_NAME = /^o-(\d{16})-(\d{1,15})-(\d{1,9})-(.+\.json)(?:~(\d{16})~([\w-]{1,16}))?$/
 /** The latest time a name holds: 16 digits. */
 const MAX_NAMED_TIME = Number.MAX_SAFE_INTEGER
+/** A hold's token is its store's name and a count, in at most 16 characters: the count in 8 base-36 digits. */
+const HOLD_COUNT_WRAP = 36 ** 8
 /** The token of a hold that waits for a retry's time (no claim holds it). */
 const WAITING = "wait"
 /** version, a random part (two processes putting one config in the same millisecond name theirs apart), config file. */
@@ -208,6 +210,8 @@ export class FilePushStore implements PushStore {
   private watcher: { close(): void } | undefined
   /** This store's name in the records of the notifications it writes, and in its mark (`.push/.boot/w-<writer>`). */
   private readonly writer = randomBytes(6).toString("base64url")
+  /** Holds this store made: with `writer` (8 characters), a hold's token names it alone (a settlement goes by the held name), without random bytes drawn per claim. */
+  private holdCount = 0
   /** The notification files this store wrote unsynced and has not made durable, as far as it knows still there, by the path they were written under. */
   private readonly unsettled = new Map<string, Unsettled>()
   /** The `now` of each prepare under way: a mark never passes one (its files may not be written yet). */
@@ -649,12 +653,7 @@ export class FilePushStore implements PushStore {
     if (full) this.lastFullScan = now
     const dirs = full ? await this.taskDirs() : [...this.due].flatMap(([dirName, due]) => (due.at <= now ? [dirName] : []))
     const claims: PushClaim[] = []
-    await mapLimited(dirs, READERS, async (dirName) => {
-      if (claims.length >= limit) {
-        // Not looked at this time: the next claim does, not the next full scan.
-        if (full) this.markDue(dirName)
-        return
-      }
+    const look = async (dirName: string): Promise<void> => {
       const marks = this.due.get(dirName)?.marks ?? 0
       try {
         const found = await this.claimIn(dirName, limit, leaseMs, now, () => claims.length < limit)
@@ -671,7 +670,26 @@ export class FilePushStore implements PushStore {
         this.markDue(dirName)
         this.host.report(err, "push")
       }
-    })
+    }
+    // A due directory's look under way may take a claim: none starts past the room left (it would read a directory to
+    // hand out nothing, and leave it due again); looks that took none leave room for the next ones. A full scan's
+    // directories mostly hold nothing: read side by side.
+    const reserved = full ? 0 : 1
+    let next = 0
+    let looking = 0
+    const reader = async (): Promise<void> => {
+      while (next < dirs.length && claims.length + reserved * looking < limit) {
+        looking++
+        try {
+          await look(dirs[next++])
+        } finally {
+          looking--
+        }
+      }
+    }
+    while (next < dirs.length && claims.length < limit) await Promise.all(Array.from({ length: full ? READERS : Math.min(READERS, limit - claims.length) }, reader))
+    // Not looked at this time: the next claim does, not the next full scan.
+    if (full) for (const dirName of dirs.slice(next)) this.markDue(dirName)
     return claims.sort((a, b) => a.item.seq - b.item.seq)
   }
 
@@ -747,7 +765,7 @@ export class FilePushStore implements PushStore {
         for (const orphan of items) if (orphan.configFile === head.configFile) await this.remove(path.join(dir, orphan.name))
         continue
       }
-      const held = `${head.base}~${timeInName(now + leaseMs)}~${randomBytes(9).toString("base64url")}`
+      const held = `${head.base}~${timeInName(now + leaseMs)}~${this.writer}${(++this.holdCount % HOLD_COUNT_WRAP).toString(36)}`
       if (!(await this.renamed(dir, head.name, held))) {
         lookAt(now) // another process claimed or settled it since the listing
         continue

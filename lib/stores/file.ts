@@ -103,7 +103,7 @@ const defaultFileSystem: FileSystem = {
   // A file is unlinked in one call (fsp.rm looks first); a directory goes through fsp.rm.
   rm: (path, options) =>
     options.recursive ? fsp.rm(path, options) : viaCallback((done) => fs.unlink(path, (err) => done(err?.code === "ENOENT" ? null : err))),
-  readdir: (path) => fsp.readdir(path),
+  readdir: (path) => viaCallback<string[]>((done) => fs.readdir(path, done)),
   readFile: (path, encoding) => viaCallback<string>((done) => fs.readFile(path, encoding, done)),
   stat: (path) => viaCallback<fs.Stats>((done) => fs.stat(path, done)),
   watchDirectory: (dir, onChange, onError) => {
