@@ -107,6 +107,25 @@ t.test("a full scan that stops at its limit leaves the directories it did not re
   t.equal(claimed.size, 12, "each Task's notification, once")
 })
 
+t.test("a claim reads no more of the due Task directories than it has room for, and leaves the rest due for the next claims", async (t) => {
+  const dir = tmpDir(t)
+  const calls: string[] = []
+  const store = new FileTaskStore(dir, { fs: recordingFs(dir, calls) })
+  for (let i = 0; i < 12; i++) await pending(store, `t-${i}`)
+  // The first claim is a full scan: with no room, it only leaves every directory due.
+  t.same(await store.push.claim("i-1", 0, 60_000, Date.now()), [])
+  const claimed = new Set<string>()
+  for (let i = 0; i < 12; i++) {
+    calls.length = 0
+    const claims = await store.push.claim("i-1", 1, 60_000, Date.now())
+    t.equal(claims.length, 1, `claim ${i + 1} finds one`)
+    for (const claim of claims) claimed.add(claim.item.taskId)
+    t.equal(calls.filter((call) => /^readdir \.push\/t-\d+\.json$/.test(call)).length, 1, "reading one directory")
+    t.equal(calls.filter((call) => call.startsWith("rename ")).length, 1, "and renaming only the notification it holds (none taken and released)")
+  }
+  t.equal(claimed.size, 12, "each Task's notification, once")
+})
+
 t.test("times that are not whole milliseconds make names a claim can still read and settle", async (t) => {
   const dir = tmpDir(t)
   const store = new FileTaskStore(dir)
