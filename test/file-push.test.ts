@@ -275,3 +275,54 @@ t.test("file system failures: a save whose notification cannot be written fails 
   const [claim] = await store.push.claim("i-1", 10, 60_000, Date.now())
   t.equal(claim?.item.event.task.status.state, "completed", "the next claim looks again")
 })
+
+t.test("oldestPendingAt passes over another process's notification whose save has not landed, and counts it once a save of its Task at or past its seq landed", async (t) => {
+  const dir = tmpDir(t)
+  const store = new FileTaskStore(dir)
+  await pending(store, "t-1")
+  const [claim] = await store.push.claim("i-1", 10, 60_000, Date.now())
+  await store.push.ack(claim)
+  // Another live process (pid 1 is alive on every host) wrote seq 2, an hour ago by its record, for a save not landed: the stored pushSeq is 1.
+  const hourAgo = Date.now() - 3_600_000
+  const theirs = `o-${String(2).padStart(16, "0")}-1-0-a.json`
+  await fsp.writeFile(path.join(dir, ".push", "t-1.json", theirs), JSON.stringify({ ...claim.item, key: "their-key", seq: 2, enqueuedAt: hourAgo, notBefore: hourAgo }))
+  // A full scan (past FULL_SCAN_MS) finds it: not handed out, and its directory is due.
+  t.same(await store.push.claim("i-1", 10, 60_000, Date.now() + 5000), [], "not sent before its save lands")
+  t.equal(await store.push.oldestPendingAt!(), undefined, "nor pending")
+  const completed = sampleTask("t-1", "completed")
+  t.equal(await store.push.saveWithEvent(completed, { kind: "status", task: completed }), 1, "a later save (seq 3) landed")
+  t.equal(await store.push.oldestPendingAt!(), hourAgo, "now deliverable: the oldest, by the time in its file")
+})
+
+t.test("oldestPendingAt reads at most 32 of the Task directories due, those due longest first, through the records the store wrote", async (t) => {
+  const dir = tmpDir(t)
+  const calls: string[] = []
+  const store = new FileTaskStore(dir, { fs: recordingFs(dir, calls) })
+  for (let i = 0; i < 40; i++) await pending(store, `t-${i}`)
+  const [first] = await namesIn(dir, "t-0.json", "o-")
+  const { enqueuedAt } = JSON.parse(await fsp.readFile(path.join(dir, ".push", "t-0.json", first), "utf8"))
+  calls.length = 0
+  t.equal(await store.push.oldestPendingAt!(), enqueuedAt, "the first Task's notification, enqueued first")
+  const listed = calls.flatMap((call) => /^readdir \.push\/(t-\d+)\.json$/.exec(call)?.[1] ?? [])
+  t.same(listed.sort(), Array.from({ length: 32 }, (_, i) => `t-${i}`).sort(), "the 32 directories marked due first, each listed once")
+  t.same(calls.filter((call) => !call.startsWith("readdir ")), [], "and no file read: the store keeps what it wrote")
+})
+
+t.test("oldestPendingAt of a store that did not write the notifications: none known before its first claim's full scan, then the time in the oldest one's file", async (t) => {
+  const dir = tmpDir(t)
+  const writer = new FileTaskStore(dir)
+  await pending(writer, "t-1")
+  await pending(writer, "t-2")
+  // The first notification's record says it was enqueued an hour ago: the answer is from the file, not from its name or mtime.
+  const [name] = await namesIn(dir, "t-1.json", "o-")
+  const file = path.join(dir, ".push", "t-1.json", name)
+  const hourAgo = Date.now() - 3_600_000
+  await fsp.writeFile(file, JSON.stringify({ ...JSON.parse(await fsp.readFile(file, "utf8")), enqueuedAt: hourAgo }))
+  const restarted = new FileTaskStore(dir)
+  t.equal(await restarted.push.oldestPendingAt!(), undefined, "its limit: before a full scan it knows of no directory due")
+  t.same(await restarted.push.claim("i-1", 0, 60_000, Date.now()), [], "a claim with no room: its full scan leaves every directory due")
+  t.equal(await restarted.push.oldestPendingAt!(), hourAgo, "then the oldest of the two, read from its file")
+  const [claim] = await restarted.push.claim("i-1", 1, 60_000, Date.now())
+  t.equal(claim.item.enqueuedAt, hourAgo, "held by a claim")
+  t.equal(await restarted.push.oldestPendingAt!(), hourAgo, "and still pending")
+})

@@ -52,6 +52,7 @@ pushStoreContract("FileTaskStore", {
     const dir = tmpDir(t)
     return { store: closedAtEnd(t, new FileTaskStore(dir)), another: () => closedAtEnd(t, new FileTaskStore(dir)) }
   },
+  tellsOldestPending: true,
 })
 
 eventLogContract("InMemoryTaskStore", {

@@ -103,6 +103,8 @@ const CONFIG_NAME = /^c-(\d{16})-[\w-]{8}-(.+\.json)$/
 const MAX_CONFIG_NAME = 160
 /** Task directories a claim or dead-letter listing reads side by side. */
 const READERS = 8
+/** Task directories oldestPendingAt reads at most (of those due, the ones due longest), so a scrape costs the same at any backlog. */
+const OLDEST_DIRS = 32
 /** How many configs and notifications (and how much heap of them) saves and claims keep, so each file is read once. */
 const RECORD_CACHE_ENTRIES = 10_000
 const RECORD_CACHE_HEAP_FRACTION = 1 / 64
@@ -864,6 +866,72 @@ export class FilePushStore implements PushStore {
       if (letter !== undefined) letters.push(letter)
     }
     return letters
+  }
+
+  /**
+   * When the oldest notification still in the outbox was enqueued, as far
+   * as this store knows, without a full scan: it reads the Task directories
+   * marked due (the ones claims read: this process's saves and settlements,
+   * and what claims and their full scans found), at most OLDEST_DIRS of them,
+   * those in the due set longest first, and in each the head of every
+   * channel whose save landed, held or not (a channel's notifications are
+   * enqueued in seq order). Its limits: another process's notifications
+   * count only once a full scan of this store's claims found them (within
+   * FULL_SCAN_MS while it sends, none before its first claim after it
+   * opened); past OLDEST_DIRS due directories the rest are not read, so
+   * right after a burst the answer can be later (the age lower) than the
+   * oldest notification's; a directory that cannot be read is reported and
+   * passed over. Records are read through the cache: a directory's listing
+   * each, and a file only for a notification this store neither wrote nor
+   * read.
+   */
+  async oldestPendingAt(): Promise<number | undefined> {
+    await this.host.open()
+    const dirs: string[] = []
+    for (const dirName of this.due.keys()) {
+      if (dirs.length >= OLDEST_DIRS) break
+      dirs.push(dirName)
+    }
+    let oldest: number | undefined
+    await mapLimited(dirs, READERS, async (dirName) => {
+      // As a claim does: one directory that cannot be read is reported, and does not take the other metrics' scrape with it.
+      const at = await this.oldestIn(dirName).catch((err: unknown) => void this.host.report(err, "push"))
+      if (at !== undefined && (oldest === undefined || at < oldest)) oldest = at
+    })
+    return oldest
+  }
+
+  /** The enqueue time of the oldest notification of the directory a claim would hand out or that waits under a hold (the head of a channel whose save landed and whose config is there); undefined when none is. */
+  private async oldestIn(dirName: string): Promise<number | undefined> {
+    const dir = path.join(this.root, dirName)
+    for (let listing = 1; ; listing++) {
+      const names = await this.names(dir)
+      // A notification written anew (a failed attempt) whose old name a crash left: the newer one counts, as in a claim.
+      const items = names.flatMap(itemName).sort((a, b) => a.seq - b.seq || b.attempts - a.attempts)
+      if (items.length === 0) return undefined
+      const configs = currentConfigs(names)
+      const heads = new Map<string, ItemName>()
+      for (const item of items) if (configs.has(item.configFile) && !heads.has(item.configFile)) heads.set(item.configFile, item)
+      let landed = this.due.get(dirName)?.landed ?? 0
+      if ([...heads.values()].some((head) => head.seq > landed)) {
+        const taskId = idFromFileName(dirName) ?? (await this.taskIdIn(dir, names))
+        if (taskId === undefined || taskFileName(taskId) !== dirName) return undefined
+        landed = Math.max(landed, pushSeqOf(await this.host.stored(taskId)))
+        // Seen saved: the next scrape (and claim) need not read the Task for these.
+        const due = this.due.get(dirName)
+        if (due !== undefined) due.landed = Math.max(due.landed, landed)
+      }
+      let oldest: number | undefined
+      let moved = false
+      for (const head of heads.values()) {
+        if (head.seq > landed) continue
+        const item = await this.record<PushOutboxItem>(path.join(dir, head.base), path.join(dir, head.name))
+        // Renamed since the listing (held, released, settled): the directory is listed once more.
+        if (item === undefined) moved = true
+        else if (oldest === undefined || item.enqueuedAt < oldest) oldest = item.enqueuedAt
+      }
+      if (!moved || listing >= 2) return oldest
+    }
   }
 
   /** The current file name of a config, read afresh (a listing taken while a put replaced it may show no version of it). */
