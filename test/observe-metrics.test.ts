@@ -7,7 +7,7 @@ import { messageType } from "../lib/grpc/proto.js"
 import { NatsTaskStore } from "../lib/stores/nats.js"
 import { createToolkit } from "../lib/tools/toolkit.js"
 import { serve, type ServeOptions } from "../plugins/serve.js"
-import { localServer, NATS_URL, rpc, waitFor } from "./helpers.js"
+import { localServer, NATS_URL, rpc, tmpDir, waitFor } from "./helpers.js"
 
 /*
  * Metrics as a Prometheus scraper sees them: exact counts after a known set of requests, behind the A2A
@@ -257,9 +257,10 @@ t.test("requests refused before any operation are counted under method none, by 
   )
 })
 
-/** The push stores the age gauge is checked on: memory, and NATS on buckets of its own (deleted when the test ends, after the agent stops). */
+/** The push stores the age gauge is checked on: memory, files in a directory of their own, and NATS on buckets of its own (deleted when the test ends, after the agent stops). */
 const pushStores: Array<[string, (t: Test) => ServeOptions["a2a"]]> = [
   ["the memory store", () => ({ store: "memory" })],
+  ["FileTaskStore", (t) => ({ store: `file:${tmpDir(t)}` })],
   [
     "NatsTaskStore",
     (t) => {
