@@ -5,6 +5,9 @@
 //   traces   the Node SDK registered (every span sampled, BatchSpanProcessor, an exporter that drops the spans)
 //   on       both: the target row, on/off ≥ 0.85×
 //   on10     both, the SDK sampling 10% of the traces, as a busy production runs it
+//   als      off, with an AsyncLocalStorage entered once at start (as the SDK's context manager's first context.with
+//            does): Node 20's price for propagating a context through every promise, which no span of ours causes
+//   bare     the SDK registered without a context manager: its span work without AsyncLocalStorage (a cost probe)
 //   base     the build from before the instrumentation (git archive of BENCH_OBSERVE_BASE, default the parent of
 //            the commit that added lib/observe), served as "off": what the API alone costs against no instrumentation
 // Then, in this process (no SDK registered), the API alone's cost per request measured directly: the calls a GetTask
@@ -23,6 +26,8 @@ export const OBSERVE_SIDES = [
   { key: "metrics", label: "server A, metrics on, no SDK" },
   { key: "traces", label: "server A, the Node SDK registered, metrics off" },
   { key: "on10", label: "server A, metrics on and the Node SDK sampling 10% of traces (ParentBased(TraceIdRatioBased(0.1)))" },
+  { key: "als", label: "server A as off, with an AsyncLocalStorage entered once at start (Node 20's promise hooks then on)" },
+  { key: "bare", label: "server A, the Node SDK registered without a context manager (spans made, never made active)" },
   { key: "base", label: "server A built from before the instrumentation (the API not called at all)" },
 ]
 const SCENARIOS = ["GetTask", "SendMessage"]
@@ -63,9 +68,28 @@ export async function observeRounds({ settings, here, log, scratch }) {
         if (!ra || !rb) return undefined
         return { rate: median(ra.map((r, i) => r.rps / rb[i].rps)), cpu: median(ra.map((r, i) => rb[i].cpuUsPerRequest / r.cpuUsPerRequest)) }
       }
-      ratios[scenario] = { onOff: of("on", "off"), metricsOff: of("metrics", "off"), tracesOff: of("traces", "off"), on10Off: of("on10", "off"), offBase: of("off", "base") }
+      ratios[scenario] = {
+        onOff: of("on", "off"),
+        metricsOff: of("metrics", "off"),
+        tracesOff: of("traces", "off"),
+        on10Off: of("on10", "off"),
+        alsOff: of("als", "off"),
+        bareOff: of("bare", "off"),
+        offBase: of("off", "base"),
+        floor: floorOf(samples[scenario]),
+      }
       const show = (r) => (r ? `${r.rate.toFixed(3)}× by rate, ${r.cpu.toFixed(3)}× by CPU` : "n/a")
-      log(`observe: ${scenario}: on/off ${show(ratios[scenario].onOff)}; metrics/off ${show(ratios[scenario].metricsOff)}; traces/off ${show(ratios[scenario].tracesOff)}; on10/off ${show(ratios[scenario].on10Off)}; off/base ${show(ratios[scenario].offBase)}`)
+      const r = ratios[scenario]
+      log(
+        `observe: ${scenario}: on/off ${show(r.onOff)}; metrics/off ${show(r.metricsOff)}; traces/off ${show(r.tracesOff)}; on10/off ${show(r.on10Off)}; ` +
+          `als/off ${show(r.alsOff)}; bare/off ${show(r.bareOff)}; off/base ${show(r.offBase)}`,
+      )
+      if (r.floor) {
+        log(
+          `observe: ${scenario}: server CPU per request: off ${r.floor.offUs.toFixed(1)} µs; AsyncLocalStorage on adds ${r.floor.alsUs.toFixed(1)} µs, ` +
+            `the SDK's spans without it ${r.floor.spansUs.toFixed(1)} µs: traces on cannot beat ${r.floor.ceiling.toFixed(3)}× by CPU, whatever our code costs`,
+        )
+      }
     }
     const apiAlone = await apiAloneCost(root)
     log(`observe: the API alone, measured in-process: ${apiAlone.getTaskNs.toFixed(0)} ns per GetTask, ${apiAlone.sendMessageNs.toFixed(0)} ns per SendMessage`)
@@ -95,6 +119,20 @@ function baseBuild(root, scratch, log) {
     log(`observe: no base build (${String(err?.message ?? err).split("\n")[0]}); its rows are left out`)
     return { commit, skipped: String(err?.message ?? err).split("\n")[0] }
   }
+}
+
+/**
+ * What tracing costs before any code of ours, by server CPU per request (medians of the rounds): Node 20's
+ * AsyncLocalStorage once entered (als - off) plus the SDK's span work without it (bare - off, which also holds the
+ * API calls of ours, measured apart at ~0.1-0.8 µs); the best "traces on / off" could be if ours cost nothing.
+ */
+function floorOf(runs) {
+  if (!runs.off || !runs.als || !runs.bare) return undefined
+  const cpu = (key) => median(runs[key].map((r) => r.cpuUsPerRequest))
+  const offUs = cpu("off")
+  const alsUs = cpu("als") - offUs
+  const spansUs = cpu("bare") - offUs
+  return { offUs, alsUs, spansUs, ceiling: offUs / (offUs + Math.max(0, alsUs) + Math.max(0, spansUs)) }
 }
 
 /** The sum of toolnexus_a2a_requests_total on a server with metrics. */
