@@ -60,7 +60,7 @@ export interface PendingPush {
   seq: number
   /** When it was enqueued, and due: ms since the epoch (a notification written anew after a failed attempt is synced, and no longer recorded here). */
   at: number
-  /** What it reports; without `task`, the Task whose save records it (less its pushPending). */
+  /** What it reports, with its save's trace context when it had one (made again, the notification continues that trace); without `task`, the Task whose save records it (less its pushPending). */
   event: Omit<PushEvent, "task"> & { task?: A2ATask }
 }
 

@@ -131,6 +131,42 @@ t.test("after a reboot, the notifications a Task records as pending whose files 
   t.same(await drain(again), [], "the next opening sends nothing again")
 })
 
+t.test("a notification made again after a reboot keeps the trace context its save gave it", async (t) => {
+  const dir = tmpDir(t)
+  const store = new FileTaskStore(dir)
+  await store.save(sampleTask("t-1"))
+  await store.push.putConfig(config("t-1"))
+  const traces = {
+    working: { traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" },
+    completed: { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", tracestate: "vendor=opaque" },
+  }
+  for (const state of ["working", "completed"] as const) {
+    const task = sampleTask("t-1", state)
+    await store.push.saveWithEvent(task, { kind: "status", task, traceContext: traces[state] })
+  }
+  const pending = await recorded(dir, "t-1")
+  t.same(
+    pending.map((record) => record.event.task?.status.state ?? "the Task saved"),
+    ["working", "the Task saved"],
+    "the last save records an earlier notification with its Task, and its own without",
+  )
+  await store.close()
+  await rebooted(dir)
+  const taskDir = path.join(dir, ".push", "t-1.json")
+  for (const name of await itemFiles(dir, "t-1")) await fsp.rm(path.join(taskDir, name))
+
+  const restarted = new FileTaskStore(dir)
+  t.teardown(() => restarted.close())
+  const sent: Array<[string, unknown]> = []
+  for (let claims; (claims = await restarted.push.claim("i-1", 10, 60_000, Date.now())).length > 0; ) {
+    for (const claim of claims) {
+      sent.push([claim.item.event.task.status.state, claim.item.traceContext])
+      await restarted.push.ack(claim)
+    }
+  }
+  t.same(sent, [["working", traces.working], ["completed", traces.completed]], "each made again with its save's trace context")
+})
+
 t.test("a store's mark: a notification sent after it was made durable is not sent again after a reboot, though its Task still records it", async (t) => {
   for (const keepMarks of [true, false]) {
     const dir = tmpDir(t)

@@ -741,3 +741,82 @@ t.test("event log: bad options fail at construction, naming the option; calls af
   await t.rejects(store.events.lastPosition("t-1"), /PostgresTaskStore is closed/)
   await t.rejects(store.events.ended("t-1"), /PostgresTaskStore is closed/)
 })
+
+t.test("push: outbox and dead-letter tables made before trace contexts were kept gain the column on open; their rows read without one", async (t) => {
+  const { table, leaseTable, open } = tablesFor(t)
+  // The whole schema as it was: the push tables without trace_context, and a notification enqueued then.
+  const before = PostgresTaskStore.schemaSql({ table, leaseTable })
+    .split("\n")
+    .filter((line) => !line.includes("ADD COLUMN IF NOT EXISTS trace_context"))
+    .join("\n")
+  await admin.query(before)
+  const traceColumns = async () =>
+    (await admin.query<{ table_name: string }>(`SELECT table_name FROM information_schema.columns WHERE table_name = ANY ($1) AND column_name = 'trace_context' ORDER BY table_name`, [[`${table}_outbox`, `${table}_dead`]])).rows.map(
+      (row) => row.table_name,
+    )
+  t.same(await traceColumns(), [], "the old tables have no trace_context")
+  const old = task("old", "working")
+  const config = { taskId: "old", id: "a", version: "1.0", url: "https://hooks.example.com/a", createdAt: "2026-01-01T00:00:00.000Z" }
+  await admin.query(`INSERT INTO "${table}" (id, task, state) VALUES ('old', $1::jsonb, 'working')`, [JSON.stringify(old)])
+  await admin.query(`INSERT INTO "${table}_pushcfg" (task_id, id, config) VALUES ('old', 'a', $1::jsonb)`, [JSON.stringify(config)])
+  await admin.query(`INSERT INTO "${table}_outbox" (key, task_id, config_id, event, not_before, enqueued_at) VALUES ('k-old', 'old', 'a', $1::jsonb, 0, 0)`, [
+    JSON.stringify({ kind: "status", task: old }),
+  ])
+
+  const store = open()
+  const [claim] = await store.push.claim("i-1", 10, 60_000, Date.now())
+  t.same(await traceColumns(), [`${table}_dead`, `${table}_outbox`], "opening the store added the column to both")
+  t.match(claim.item, { key: "k-old", event: { task: { status: { state: "working" } } } }, "the old notification is claimed")
+  t.notOk("traceContext" in claim.item, "without a trace context")
+  await store.push.deadLetter(claim, "gone")
+  const [dead] = await store.push.listDeadLetters(1)
+  t.equal(dead.key, "k-old")
+  t.notOk("traceContext" in dead, "and so is its dead letter")
+
+  const traceContext = { traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", tracestate: "vendor=opaque" }
+  const done = task("old", "completed")
+  await store.push.saveWithEvent(done, { kind: "status", task: done, traceContext })
+  const [next] = await store.push.claim("i-1", 10, 60_000, Date.now())
+  t.same(next.item.traceContext, traceContext, "a notification enqueued now keeps its trace context")
+})
+
+t.test("push: a save written alone (its batch failed) keeps its notifications' trace context too", async (t) => {
+  const { table, open } = tablesFor(t)
+  const store = open()
+  const traceOf = (i: number) => ({ traceparent: `00-${String(i).padStart(32, "0")}-00f067aa0ba902b7-01` })
+  const ids = ["alone-1", "alone-2", "poison"]
+  for (const id of ids) {
+    await store.save(task(id))
+    await store.push.putConfig({ taskId: id, id: "a", version: "1.0", url: "https://hooks.example.com/a", createdAt: "2026-01-01T00:00:00.000Z" })
+  }
+  // A trigger failing one row's write: the batch it is in fails, and each save is written again alone.
+  const refuse = `"${table}_refuse_poison"`
+  await admin.query(`CREATE FUNCTION ${refuse}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF NEW.id = 'poison' THEN RAISE EXCEPTION 'poison is refused'; END IF; RETURN NEW; END $$`)
+  await admin.query(`CREATE TRIGGER ${refuse} BEFORE UPDATE ON "${table}" FOR EACH ROW EXECUTE FUNCTION ${refuse}()`)
+  t.teardown(() => admin.query(`DROP FUNCTION IF EXISTS ${refuse}() CASCADE`))
+  const statements = poolStatements(t)
+  const saved = await Promise.allSettled(
+    ids.map((id, i) => {
+      const working = task(id, "working")
+      return store.push.saveWithEvent(working, { kind: "status", task: working, traceContext: traceOf(i + 1) })
+    }),
+  )
+  t.same(
+    saved.map((result) => result.status),
+    ["fulfilled", "fulfilled", "rejected"],
+    "the refused row fails alone",
+  )
+  t.ok(
+    statements.some((text) => text.includes("jsonb_array_elements($9::jsonb)")),
+    "a save with its events was written alone",
+  )
+  const claims = await store.push.claim("i-1", 10, 60_000, Date.now())
+  t.same(
+    claims.map((claim) => [claim.item.taskId, claim.item.traceContext]).sort(),
+    [
+      ["alone-1", traceOf(1)],
+      ["alone-2", traceOf(2)],
+    ],
+    "each written alone with its trace context",
+  )
+})

@@ -1,5 +1,5 @@
 import t, { type Test } from "tap"
-import type { PushClaim, PushConfigRecord, PushEvent, PushStore } from "../lib/stores/push-store.js"
+import type { PushClaim, PushConfigRecord, PushEvent, PushStore, TraceContext } from "../lib/stores/push-store.js"
 import { TaskConflictError, type TaskStore } from "../lib/stores/task-store.js"
 import type { A2ATask, TaskState } from "../lib/types.js"
 import { sampleTask, waitFor } from "./helpers.js"
@@ -53,6 +53,10 @@ const described = (claims: PushClaim[]) =>
   [...claims].sort((a, b) => a.item.seq - b.item.seq).map((c) => `${c.item.taskId}/${c.item.configId}#${c.item.event.task.status.state}`)
 
 const LONG_LEASE = 60_000
+
+/** A save's trace context, as the server's observe layer gives it. */
+const TRACED: TraceContext = { traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", tracestate: "vendor=opaque" }
+const OTHER_TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
 export function pushStoreContract(name: string, harness: PushHarness): void {
   t.test(`${name}: push configs are put, read, listed by id, replaced and deleted`, async (t) => {
@@ -186,6 +190,49 @@ export function pushStoreContract(name: string, harness: PushHarness): void {
     t.equal((await push.listDeadLetters(1)).length, 1, "at most the limit")
   })
 
+  t.test(`${name}: a notification keeps its save's trace context beside its event, through claims and retries, into its dead letter; one given none has none`, async (t) => {
+    const { store } = await harness.make(t)
+    const push = pushOf(store)
+    await store.save(sampleTask("t-1"))
+    await push.putConfig(config("t-1", "a"))
+    const working = sampleTask("t-1", "working")
+    await push.saveWithEvent(working, { ...event(working), traceContext: TRACED })
+    // The event of a copy of the Task saved (stores may keep such an event apart from the Task's own text).
+    const input = sampleTask("t-1", "input-required")
+    await push.saveWithEvent(input, { ...event(structuredClone(input)), traceContext: { traceparent: OTHER_TRACEPARENT } })
+    const again = sampleTask("t-1", "working")
+    await push.saveWithEvent(again, { ...event(again), traceContext: { traceparent: 42 } as unknown as TraceContext })
+    const done = sampleTask("t-1", "completed")
+    await push.saveWithEvent(done, event(done))
+
+    const now = Date.now()
+    const [first] = await push.claim("i-1", 10, LONG_LEASE, now)
+    t.same(first.item.traceContext, TRACED, "claimed with the trace context its save gave")
+    t.notOk("traceContext" in first.item.event, "kept beside the event, not in it")
+    await push.retryLater(first, now + 1, "HTTP 503")
+    const [retried] = await push.claim("i-2", 10, LONG_LEASE, now + 2)
+    t.same(retried.item, { ...first.item, attempts: 1, notBefore: now + 1, lastError: "HTTP 503" }, "a retry keeps it")
+    await push.deadLetter(retried, "HTTP 404 is final", 2)
+    t.same((await push.listDeadLetters(1))[0].traceContext, TRACED, "and so does the dead letter")
+
+    const [second] = await push.claim("i-1", 10, LONG_LEASE, now + 2)
+    t.equal(second.item.event.task.status.state, "input-required")
+    t.same(second.item.traceContext, { traceparent: OTHER_TRACEPARENT }, "each save's own, without a tracestate when it had none")
+    t.notOk("traceContext" in second.item.event)
+    await push.ack(second)
+
+    const [malformed] = await push.claim("i-1", 10, LONG_LEASE, now + 2)
+    t.equal(malformed.item.event.task.status.state, "working")
+    t.notOk("traceContext" in malformed.item || "traceContext" in malformed.item.event, "one that is not a trace context is not kept")
+    await push.ack(malformed)
+
+    const [untraced] = await push.claim("i-1", 10, LONG_LEASE, now + 2)
+    t.equal(untraced.item.event.task.status.state, "completed")
+    t.notOk("traceContext" in untraced.item, "an event given none: a notification without one")
+    await push.deadLetter(untraced, "gone")
+    t.notOk("traceContext" in (await push.listDeadLetters(1))[0], "and a dead letter without one")
+  })
+
   t.test(`${name}: deleting a config or the Task removes its configs and notifications`, async (t) => {
     const { store } = await harness.make(t)
     const push = pushOf(store)
@@ -266,11 +313,14 @@ export function pushStoreContract(name: string, harness: PushHarness): void {
     const push = pushOf(store)
     await store.save(sampleTask("t-1"))
     await push.putConfig(config("t-1", "a"))
-    await saveState(store, "t-1", "working")
+    const working = sampleTask("t-1", "working")
+    await push.saveWithEvent(working, { ...event(working), traceContext: TRACED })
     await store.close?.()
     const restarted = pushOf(another())
     t.same((await restarted.listConfigs("t-1")).map((c) => c.id), ["a"])
-    t.same(described(await restarted.claim("i-2", 10, LONG_LEASE, Date.now())), ["t-1/a#working"], "pending notifications survive")
+    const claims = await restarted.claim("i-2", 10, LONG_LEASE, Date.now())
+    t.same(described(claims), ["t-1/a#working"], "pending notifications survive")
+    t.same(claims[0].item.traceContext, TRACED, "with their trace context")
   })
 
   t.test(`${name}: two stores on one medium never hold one notification at once; an expired lease is taken over`, async (t) => {

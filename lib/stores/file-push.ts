@@ -330,7 +330,7 @@ export class FilePushStore implements PushStore {
       }
       if (whole) continue
       const event = { ...record.event, task: record.event.task ?? (snapshot ??= withoutPushPending(task)) }
-      const item: PushOutboxItem = { key: record.key, taskId, configId: record.configId, seq: record.seq, event, attempts: 0, notBefore: record.at, enqueuedAt: record.at }
+      const item = newOutboxItem(taskId, record.configId, record.seq, event, record.at, record.key)
       const name = itemFileName(record.seq, record.pid, 0, configFile)
       const itemText = JSON.stringify(item)
       await this.writeReplacing(dir, name, itemText)

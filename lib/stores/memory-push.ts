@@ -2,8 +2,8 @@ import { randomUUID } from "node:crypto"
 import { textHeapBytes } from "../heap-budget.js"
 import { ownerOf } from "../internals.js"
 import type { A2ATask } from "../types.js"
-import { attemptsOf } from "./push-records.js"
-import type { PushClaim, PushConfigRecord, PushDeadLetter, PushEvent, PushOutboxItem, PushStore } from "./push-store.js"
+import { attemptsOf, splitTrace } from "./push-records.js"
+import type { PushClaim, PushConfigRecord, PushDeadLetter, PushEvent, PushOutboxItem, PushStore, TraceContext } from "./push-store.js"
 
 export interface MemoryPushOptions {
   /** Most heap the webhook configs take, counted as 2 bytes per character of their JSON (default an eighth of the store's maxBytes). */
@@ -27,10 +27,11 @@ export interface MemoryPushHost {
   maxBytes: number
 }
 
-/** A notification's event, stored once as JSON for every config it goes to. */
+/** A notification's event, stored once as JSON for every config it goes to, and the trace context its save gave it. */
 interface StoredEvent {
   json: string
   bytes: number
+  traceContext?: TraceContext
 }
 
 interface StoredItem {
@@ -53,6 +54,13 @@ const DEFAULT_MAX_DEAD_LETTERS = 1000
 
 const channelKey = (taskId: string, configId: string): string => JSON.stringify([taskId, configId])
 const configBytes = (config: PushConfigRecord): number => ITEM_HEAP_BYTES + textHeapBytes(JSON.stringify(config))
+
+/** A notification or dead letter as handed out: its event and trace context copies of what is stored. */
+function handedOut<T extends Omit<PushOutboxItem, "event">>(item: T, event: StoredEvent): T & { event: PushEvent } {
+  const copy = { ...item, event: JSON.parse(event.json) as PushEvent }
+  if (event.traceContext !== undefined) copy.traceContext = { ...event.traceContext }
+  return copy
+}
 
 /**
  * The memory store's push capability: configs, an outbox kept in order per
@@ -163,9 +171,14 @@ export class MemoryPushStore implements PushStore {
     const owner = ownerOf(task)
     const now = Date.now()
     const configIds = [...ofTask.keys()].sort()
-    for (const event of events) {
+    for (const given of events) {
+      const { event, traceContext } = splitTrace(given)
       const json = JSON.stringify(event)
       const stored: StoredEvent = { json, bytes: textHeapBytes(json) }
+      if (traceContext !== undefined) {
+        stored.traceContext = traceContext
+        stored.bytes += textHeapBytes(traceContext.traceparent) + textHeapBytes(traceContext.tracestate ?? "")
+      }
       const seq = (this.seqs.get(task.id) ?? 0) + 1
       this.seqs.set(task.id, seq)
       for (const configId of configIds) {
@@ -194,7 +207,7 @@ export class MemoryPushStore implements PushStore {
       if (config === undefined) continue
       const token = `${instance} ${randomUUID()}`
       channel.claim = { token, until: now + leaseMs }
-      claims.push({ item: { ...stored.item, event: JSON.parse(stored.event.json) as PushEvent }, config: JSON.parse(config.json) as PushConfigRecord, token })
+      claims.push({ item: handedOut(stored.item, stored.event), config: JSON.parse(config.json) as PushConfigRecord, token })
       taken.push([name, channel])
     }
     for (const [name, channel] of taken) {
@@ -230,7 +243,7 @@ export class MemoryPushStore implements PushStore {
     return this.dead
       .slice(-limit)
       .reverse()
-      .map(({ letter, event }) => ({ ...letter, event: JSON.parse(event.json) as PushEvent }))
+      .map(({ letter, event }) => handedOut(letter, event))
   }
 
   /** The Task is gone (deleted, swept, dropped for room): so are its configs and notifications. */

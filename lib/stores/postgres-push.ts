@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto"
 import type { A2ATask } from "../types.js"
 import { fromJsonbDocument, fromTextKey, jsonbDocument, textKey } from "./postgres-text.js"
-import { assertClaimArgs, assertPushConfig, attemptsOf } from "./push-records.js"
+import { assertClaimArgs, assertPushConfig, attemptsOf, keptTraceContext } from "./push-records.js"
 import type { PushClaim, PushConfigRecord, PushDeadLetter, PushEvent, PushOutboxItem, PushStore } from "./push-store.js"
 import { assertTaskId } from "./task-checks.js"
 
@@ -66,6 +66,9 @@ export function pushSchemaSql(table: string): string[] {
     `);`,
     `CREATE INDEX IF NOT EXISTS "${table}_dead_at" ON "${table}_dead" (dead_at DESC, seq DESC);`,
     `CREATE INDEX IF NOT EXISTS "${table}_dead_task" ON "${table}_dead" (task_id);`,
+    // Tables made before trace contexts were kept gain the column; their rows have none.
+    `ALTER TABLE "${table}_outbox" ADD COLUMN IF NOT EXISTS trace_context jsonb;`,
+    `ALTER TABLE "${table}_dead" ADD COLUMN IF NOT EXISTS trace_context jsonb;`,
   ]
 }
 
@@ -81,9 +84,17 @@ export function pushCleanupCtes(table: string): string {
 }
 
 /**
+ * One event of a save as the save statements take it, an element of their
+ * jsonb array: the event's JSON text, and its trace context's (none: undefined).
+ */
+export function outboxElement(event: string, traceContext: string | undefined): string {
+  return traceContext === undefined ? `{"event":${jsonbDocument(event)}}` : `{"event":${jsonbDocument(event)},"trace":${jsonbDocument(traceContext)}}`
+}
+
+/**
  * The save statement with its notifications: `written` is the save's CTE
  * (the upsert with the terminal-state guard, RETURNING id). Parameters after
- * the save's eight: $9 the events (a jsonb array, in order), $10 now in ms,
+ * the save's eight: $9 the events (a jsonb array of outboxElement's, in order), $10 now in ms,
  * $11 the outbox channel, NOTIFYed once at commit when anything was
  * enqueued. Rows are inserted event by event, so each config's seq follows
  * the events' order.
@@ -92,10 +103,10 @@ export function saveWithEventSql(table: string, written: string): string {
   const { configs, outbox } = pushTables(table)
   return `WITH written AS (${written}),
           queued AS (
-            INSERT INTO ${outbox} (key, task_id, config_id, event, not_before, enqueued_at)
-            SELECT gen_random_uuid()::text, c.task_id, c.id, e.event, $10, $10
+            INSERT INTO ${outbox} (key, task_id, config_id, event, trace_context, not_before, enqueued_at)
+            SELECT gen_random_uuid()::text, c.task_id, c.id, e.given -> 'event', e.given -> 'trace', $10, $10
               FROM written JOIN ${configs} c ON c.task_id = written.id
-             CROSS JOIN LATERAL jsonb_array_elements($9::jsonb) WITH ORDINALITY AS e(event, n)
+             CROSS JOIN LATERAL jsonb_array_elements($9::jsonb) WITH ORDINALITY AS e(given, n)
              ORDER BY e.n, c.id
             RETURNING seq)
           SELECT pg_notify($7, w.id), (SELECT count(*) FROM (SELECT pg_notify($11, $1) FROM queued LIMIT 1) AS woken),
@@ -109,7 +120,7 @@ export function saveWithEventSql(table: string, written: string): string {
  * them from the CTE `given`, RETURNING id).
  * Parameters: $1-$7 the rows' columns as arrays, $8 the channel, $9 the
  * terminal states (as the single save's), $10 each row's events (a jsonb
- * array's text, or NULL), $11 now in ms, $12 the outbox channel. One row
+ * array's text of outboxElement's, or NULL), $11 now in ms, $12 the outbox channel. One row
  * back per Task written, with how many notifications it enqueued.
  */
 export function saveBatchWithEventsSql(table: string, given: string, written: string): string {
@@ -117,10 +128,10 @@ export function saveBatchWithEventsSql(table: string, given: string, written: st
   return `WITH given AS (${given}),
           written AS (${written}),
           queued AS (
-            INSERT INTO ${outbox} (key, task_id, config_id, event, not_before, enqueued_at)
-            SELECT gen_random_uuid()::text, c.task_id, c.id, e.event, $11, $11
+            INSERT INTO ${outbox} (key, task_id, config_id, event, trace_context, not_before, enqueued_at)
+            SELECT gen_random_uuid()::text, c.task_id, c.id, e.given -> 'event', e.given -> 'trace', $11, $11
               FROM written JOIN given g ON g.id = written.id JOIN ${configs} c ON c.task_id = written.id
-             CROSS JOIN LATERAL jsonb_array_elements(g.events::jsonb) WITH ORDINALITY AS e(event, n)
+             CROSS JOIN LATERAL jsonb_array_elements(g.events::jsonb) WITH ORDINALITY AS e(given, n)
              ORDER BY written.id, e.n, c.id
             RETURNING seq, task_id)
           SELECT w.id, pg_notify($8, w.id), (SELECT count(*) FROM (SELECT pg_notify($12, task_id) FROM queued LIMIT 1) AS woken),
@@ -142,6 +153,7 @@ interface OutboxRow {
   not_before: string
   enqueued_at: string
   last_error: string | null
+  trace_context: string | null
 }
 
 /** What PostgresPushStore needs of its PostgresTaskStore. */
@@ -255,10 +267,12 @@ function itemOf(row: OutboxRow): PushOutboxItem {
     enqueuedAt: Number(row.enqueued_at),
   }
   if (row.last_error !== null) item.lastError = fromTextKey(row.last_error)
+  const traceContext = row.trace_context === null ? undefined : keptTraceContext(fromJsonbDocument(row.trace_context))
+  if (traceContext !== undefined) item.traceContext = traceContext
   return item
 }
 
-const ITEM_COLUMNS = "seq, key, task_id, config_id, event::text AS event, attempts, not_before, enqueued_at, last_error"
+const ITEM_COLUMNS = "seq, key, task_id, config_id, event::text AS event, attempts, not_before, enqueued_at, last_error, trace_context::text AS trace_context"
 
 function statements(table: string) {
   const { configs, outbox, dead } = pushTables(table)
@@ -283,7 +297,7 @@ function statements(table: string) {
                    ${configs} AS c
              WHERE o.seq = due.seq AND c.task_id = o.task_id AND c.id = o.config_id
          RETURNING o.seq, o.key, o.task_id, o.config_id, o.event::text AS event, o.attempts, o.not_before, o.enqueued_at, o.last_error,
-                   c.config::text AS config`,
+                   o.trace_context::text AS trace_context, c.config::text AS config`,
     // Delivered is delivered, whoever holds the lease now.
     ack: `DELETE FROM ${outbox} WHERE seq = $1`,
     // The first in the outbox's order (its primary key): one index read, whatever the outbox holds.
@@ -292,8 +306,8 @@ function statements(table: string) {
                     SET attempts = attempts + 1, not_before = $3, last_error = $4, claimed_by = NULL, claim_token = NULL, claim_until = NULL
                   WHERE seq = $1 AND claim_token = $2`,
     deadLetter: `WITH moved AS (DELETE FROM ${outbox} WHERE seq = $1 AND claim_token = $2 RETURNING *)
-                 INSERT INTO ${dead} (seq, key, task_id, config_id, event, attempts, not_before, enqueued_at, last_error, reason, dead_at)
-                 SELECT seq, key, task_id, config_id, event, GREATEST(attempts, $5), not_before, enqueued_at, last_error, $3, $4 FROM moved`,
+                 INSERT INTO ${dead} (seq, key, task_id, config_id, event, attempts, not_before, enqueued_at, last_error, trace_context, reason, dead_at)
+                 SELECT seq, key, task_id, config_id, event, GREATEST(attempts, $5), not_before, enqueued_at, last_error, trace_context, $3, $4 FROM moved`,
     listDeadLetters: `SELECT ${ITEM_COLUMNS}, reason, dead_at FROM ${dead} ORDER BY dead_at DESC, seq DESC LIMIT $1`,
   }
 }

@@ -11,10 +11,10 @@ import { TaskConflictError, type LeaseBook, type TaskStore } from "./task-store.
 import { WriteOrder } from "./write-order.js"
 import { GroupCommit } from "./group-commit.js"
 import { ESCAPED, fromTextKey, jsonbDocument, taskFrom, textKey } from "./postgres-text.js"
-import { PostgresPushStore, pushCleanupCtes, pushSchemaSql, pushTables, saveBatchWithEventsSql, saveWithEventSql } from "./postgres-push.js"
+import { outboxElement, PostgresPushStore, pushCleanupCtes, pushSchemaSql, pushTables, saveBatchWithEventsSql, saveWithEventSql } from "./postgres-push.js"
 import { eventCleanupCtes, eventSchemaSql, eventTables, PostgresEventLog } from "./postgres-events.js"
 import { eventRetentionOf, type EventLog } from "./event-log.js"
-import { eventTexts } from "./push-records.js"
+import { eventTextsApart } from "./push-records.js"
 import type { PushEvent, PushStore } from "./push-store.js"
 
 export interface PostgresTaskStoreOptions extends TaskStoreOptions {
@@ -181,6 +181,8 @@ const SAVE_BATCH = 256
  *     );
  *     CREATE INDEX IF NOT EXISTS "toolnexus_tasks_dead_at" ON "toolnexus_tasks_dead" (dead_at DESC, seq DESC);
  *     CREATE INDEX IF NOT EXISTS "toolnexus_tasks_dead_task" ON "toolnexus_tasks_dead" (task_id);
+ *     ALTER TABLE "toolnexus_tasks_outbox" ADD COLUMN IF NOT EXISTS trace_context jsonb;
+ *     ALTER TABLE "toolnexus_tasks_dead" ADD COLUMN IF NOT EXISTS trace_context jsonb;
  *     CREATE TABLE IF NOT EXISTS "toolnexus_tasks_events" (
  *       task_id text COLLATE "C" NOT NULL,
  *       position bigint NOT NULL,
@@ -333,9 +335,9 @@ export class PostgresTaskStore implements TaskStore {
       this.assertOpen()
       // Everything is read from the Task before the first await: a caller changing it after save() changes nothing stored.
       const row = rowOf(task)
-      const notified = eventTexts(events, task, "PostgresTaskStore")
-      // The events as one jsonb array, in order: the statement enqueues them in it.
-      const event = notified.length === 0 ? null : `[${notified.map(jsonbDocument).join(",")}]`
+      const notified = eventTextsApart(events, task, "PostgresTaskStore")
+      // The events as one jsonb array, in order, each with its trace context: the statement enqueues them in it.
+      const event = notified.length === 0 ? null : `[${notified.map(({ event, traceContext }) => outboxElement(event, traceContext)).join(",")}]`
       return this.writes.run(task.id, () => this.saves.add({ row, event }))
     } catch (err) {
       return Promise.reject(err)
@@ -574,7 +576,8 @@ export class PostgresTaskStore implements TaskStore {
   private async createTables(pool: PgPool): Promise<void> {
     const { configs, outbox, dead } = pushTables(this.table)
     const { events, ends } = eventTables(this.eventTable)
-    const { rows } = await pool.query<{ ready: boolean }>(this.sql.tablesExist, [[this.sql.table, this.sql.leaseTable, configs, outbox, dead, events, ends], this.sql.table])
+    const added = [this.sql.table, outbox, dead]
+    const { rows } = await pool.query<{ ready: boolean }>(this.sql.tablesExist, [[this.sql.table, this.sql.leaseTable, configs, outbox, dead, events, ends], added, ["tenant", "trace_context", "trace_context"]])
     if (rows[0].ready) return
     const schema = schemaSql(this.table, this.leaseTable, this.eventTable)
     try {
@@ -791,9 +794,10 @@ function statements(table: string, leaseTable: string, eventTable: string) {
   return {
     table: tasks,
     leaseTable: leases,
-    // Ready: every table, and the tasks table has its tenant column (one made before tenants lacks it).
+    // Ready: every table, and every column added since a table's first shape (pairs of $2 and $3: the tasks' tenant, the outbox's and dead letters' trace_context).
     tablesExist: `SELECT bool_and(to_regclass(name) IS NOT NULL)
-                     AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($2) AND attname = 'tenant' AND NOT attisdropped) AS ready
+                     AND (SELECT count(*) FROM unnest($2::text[], $3::text[]) AS added(tab, col)
+                           WHERE EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(added.tab) AND attname = added.col AND NOT attisdropped)) = cardinality($2::text[]) AS ready
                     FROM unnest($1::text[]) AS name`,
     // Prepared statements' names: each connection is of this store's own pool, so fixed names do (and stay under 63 bytes).
     getName: "tn_get",

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto"
 import type { A2ATask } from "../types.js"
-import type { PushConfigRecord, PushDeadLetter, PushEvent, PushOutboxItem } from "./push-store.js"
+import type { PushConfigRecord, PushDeadLetter, PushEvent, PushOutboxItem, TraceContext } from "./push-store.js"
 import { assertTaskId } from "./task-checks.js"
 
 /**
@@ -27,9 +27,28 @@ export function assertClaimArgs(store: string, instance: string, limit: number, 
   if (!Number.isFinite(now)) throw new RangeError(`${store}.push.claim: now should be a time in ms since the epoch`)
 }
 
-/** One new notification of `event` to config `configId`, due at once. */
-export function newOutboxItem(taskId: string, configId: string, seq: number, event: PushEvent, now: number): PushOutboxItem {
-  return { key: randomUUID(), taskId, configId, seq, event, attempts: 0, notBefore: now, enqueuedAt: now }
+/** One new notification of `given` (an event as its save was given it) to config `configId`, due at once; `key`, a new one unless it is made again. */
+export function newOutboxItem(taskId: string, configId: string, seq: number, given: PushEvent, now: number, key: string = randomUUID()): PushOutboxItem {
+  const { event, traceContext } = splitTrace(given)
+  const item: PushOutboxItem = { key, taskId, configId, seq, event, attempts: 0, notBefore: now, enqueuedAt: now }
+  if (traceContext !== undefined) item.traceContext = traceContext
+  return item
+}
+
+/** An event as a save is given it, apart: the event its notifications report, and the trace context they keep beside it (when it is one). */
+export function splitTrace(given: PushEvent): { event: PushEvent; traceContext?: TraceContext } {
+  if (given === null || typeof given !== "object" || !("traceContext" in given)) return { event: given }
+  const { traceContext, ...event } = given
+  const kept = keptTraceContext(traceContext)
+  return kept === undefined ? { event } : { event, traceContext: kept }
+}
+
+/** A trace context as stored, when `value` is one: a copy of its two strings; anything else (none, an older record's) is none. */
+export function keptTraceContext(value: unknown): TraceContext | undefined {
+  if (value === null || typeof value !== "object") return undefined
+  const { traceparent, tracestate } = value as Partial<Record<keyof TraceContext, unknown>>
+  if (typeof traceparent !== "string" || traceparent.length === 0) return undefined
+  return typeof tracestate === "string" && tracestate.length > 0 ? { traceparent, tracestate } : { traceparent }
 }
 
 /** The item as retryLater leaves it. */
@@ -56,15 +75,25 @@ export function checkedEvent(event: PushEvent, store: string): PushEvent {
   return event
 }
 
-/** The events of a save as JSON texts, in order, fixed when the save is called (a caller changing its Task later changes nothing stored). */
+/** The events of a save as JSON texts, in order, fixed when the save is called (a caller changing its Task later changes nothing stored); with their trace context, which newOutboxItem sets apart. */
 export function eventTexts(events: readonly PushEvent[], task: A2ATask, store: string): string[] {
   return events.map((event) => JSON.stringify(eventOfSave(event, task, store)))
+}
+
+/** The events of a save as eventTexts fixes them, for a store that keeps their trace context apart: each event's JSON without it, and the trace context's JSON (none: undefined). */
+export function eventTextsApart(events: readonly PushEvent[], task: A2ATask, store: string): Array<{ event: string; traceContext?: string }> {
+  return events.map((given) => {
+    const { event, traceContext } = splitTrace(eventOfSave(given, task, store))
+    return { event: JSON.stringify(event), traceContext: traceContext === undefined ? undefined : JSON.stringify(traceContext) }
+  })
 }
 
 /** An event of a save, fixed when the save is called: `text`, its JSON; none when it reports the very Task saved (the save's own text is its Task). */
 export interface SavedEvent {
   kind: PushEvent["kind"]
   artifactIndex?: number
+  /** Its trace context (in `text` when there is one). */
+  traceContext?: TraceContext
   text?: string
 }
 
@@ -73,7 +102,10 @@ export function savedEvents(events: readonly PushEvent[], task: A2ATask, store: 
   return events.map((event) => {
     eventOfSave(event, task, store)
     if (event.task !== task) return { kind: event.kind, text: JSON.stringify(event) }
-    return event.artifactIndex === undefined ? { kind: event.kind } : { kind: event.kind, artifactIndex: event.artifactIndex }
+    const saved: SavedEvent = event.artifactIndex === undefined ? { kind: event.kind } : { kind: event.kind, artifactIndex: event.artifactIndex }
+    const traceContext = keptTraceContext(event.traceContext)
+    if (traceContext !== undefined) saved.traceContext = traceContext
+    return saved
   })
 }
 

@@ -94,6 +94,19 @@ export interface PushEvent {
   task: A2ATask
   /** For an artifact event: the index in `task.artifacts` of the artifact it reports. */
   artifactIndex?: number
+  /**
+   * Given to a save, not stored in the event: the trace of the save that
+   * enqueues it (the server's observe layer sets it when tracing). The store
+   * keeps it as its notifications' `PushOutboxItem.traceContext`; one that is
+   * not a TraceContext is not kept.
+   */
+  traceContext?: TraceContext
+}
+
+/** A W3C trace context, as the `traceparent` and `tracestate` headers carry it. */
+export interface TraceContext {
+  traceparent: string
+  tracestate?: string
 }
 
 /** One notification to one webhook, in the outbox until delivered or dead. */
@@ -113,6 +126,14 @@ export interface PushOutboxItem {
   enqueuedAt: number
   /** Why the last attempt failed. */
   lastError?: string
+  /**
+   * The trace of the save that enqueued it (its event's traceContext), kept
+   * through retries and into the dead letters: each delivery attempt's span
+   * continues it, on whichever instance claims it, after a restart too.
+   * Absent when the save had none (no tracing), and in notifications stored
+   * before it was kept.
+   */
+  traceContext?: TraceContext
 }
 
 /** A notification an instance holds for delivery, with the config it goes to. */
