@@ -7,6 +7,7 @@ import { listenForMetrics } from "../lib/observe/metrics-server.js"
 import { observedStore, storeKind } from "../lib/observe/observed-store.js"
 import { Telemetry, tracingRegistered } from "../lib/observe/telemetry.js"
 import type { PushStore } from "../lib/stores/push-store.js"
+import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import { TaskConflictError, type TaskStore } from "../lib/stores/task-store.js"
 import type { A2ATask } from "../lib/types.js"
 import { RecordingStore, sampleTask } from "./helpers.js"
@@ -125,6 +126,30 @@ t.test("the observed store passes every call through, times each operation and r
   await observed.push!.saveWithEvent(task)
   t.same(calls.slice(9), ["first.saveWithEvent", "first.claim on itself: true", "first.putConfig", "second.saveWithEvent"])
   t.equal(await countOf(metrics, duration, labels("save", "ok")), 3, "a save with its notifications is a save")
+})
+
+t.test("a push save gives its notifications its span's trace context; a delivery of one is that span's child, of one without it a new trace", async (t) => {
+  exporter.reset()
+  const telemetry = new Telemetry()
+  const observed = observedStore(new InMemoryTaskStore(), telemetry)
+  const task = sampleTask("t-1", "working")
+  await observed.save(task)
+  await observed.push!.putConfig({ taskId: "t-1", id: "a", version: "1.0", url: "http://127.0.0.1:9/hook", createdAt: new Date().toISOString() })
+  await observed.push!.saveWithEvent(task, { kind: "status", task })
+  const save = exporter.getFinishedSpans().findLast((span) => span.name === "save task_store")!
+  const [claim] = await observed.push!.claim("i-1", 10, 60_000, Date.now())
+  t.same(claim.item.traceContext, { traceparent: `00-${save.spanContext().traceId}-${save.spanContext().spanId}-01` }, "the save span's traceparent")
+
+  telemetry.pushDelivery(claim.config.url, "t-1", claim.item.traceContext).end("delivered")
+  telemetry.pushDelivery(claim.config.url, "t-1", { traceparent: "not one" }).end("delivered")
+  telemetry.pushDelivery(claim.config.url, "t-1").end("delivered")
+  const [continued, unparsed, fresh] = exporter.getFinishedSpans().filter((span) => span.name === "POST")
+  t.equal(continued.spanContext().traceId, save.spanContext().traceId, "the delivery is in the save's trace")
+  t.equal(continued.parentSpanContext?.spanId, save.spanContext().spanId, "the save's child")
+  for (const span of [unparsed, fresh]) {
+    t.equal(span.parentSpanContext, undefined, "a root span")
+    t.not(span.spanContext().traceId, save.spanContext().traceId, "of a trace of its own")
+  }
 })
 
 t.test("the spans of failures: a model call that failed, a tool that threw, a push to a URL that is none", async (t) => {

@@ -4,10 +4,14 @@ import { connect } from "nats"
 import t, { type Test } from "tap"
 import { createLocalClient, type ModelFunction } from "../lib/client/client.js"
 import { messageType } from "../lib/grpc/proto.js"
+import { A2AMetrics } from "../lib/observe/metrics.js"
+import { observedStore } from "../lib/observe/observed-store.js"
+import { Telemetry } from "../lib/observe/telemetry.js"
+import { InMemoryTaskStore } from "../lib/stores/memory.js"
 import { NatsTaskStore } from "../lib/stores/nats.js"
 import { createToolkit } from "../lib/tools/toolkit.js"
 import { serve, type ServeOptions } from "../plugins/serve.js"
-import { localServer, NATS_URL, rpc, tmpDir, waitFor } from "./helpers.js"
+import { localServer, NATS_URL, rpc, sampleTask, tmpDir, waitFor } from "./helpers.js"
 
 /*
  * Metrics as a Prometheus scraper sees them: exact counts after a known set of requests, behind the A2A
@@ -322,6 +326,18 @@ for (const [name, storeOf] of pushStores) {
     t.equal(after.get("toolnexus_push_oldest_pending_age_seconds"), 0, "nothing pending once all went")
   })
 }
+
+t.test("with metrics on and no tracing SDK, a push save reads and keeps no trace context", async (t) => {
+  const metrics = new A2AMetrics()
+  const observed = observedStore(new InMemoryTaskStore(), new Telemetry(metrics))
+  const task = sampleTask("t-1", "working")
+  await observed.save(task)
+  await observed.push!.putConfig({ taskId: "t-1", id: "a", version: "1.0", url: "http://127.0.0.1:9/hook", createdAt: new Date().toISOString() })
+  t.equal(await observed.push!.saveWithEvent(task, { kind: "status", task }), 1)
+  t.match(await metrics.text(), /toolnexus_store_operation_duration_seconds_count\{store="memory",operation="save",outcome="ok"\} 2/, "the saves were observed")
+  const [claim] = await observed.push!.claim("i-1", 10, 60_000, Date.now())
+  t.notOk("traceContext" in claim.item, "the notification has none")
+})
 
 t.test("a bad metrics option is refused at registration, naming it", async (t) => {
   const client = createLocalClient(() => "x")

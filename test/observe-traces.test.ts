@@ -218,6 +218,59 @@ t.test("a push delivery is a CLIENT span whose traceparent the webhook receives"
   )
 })
 
+t.test("a push delivery continues the trace of the save that enqueued it: the webhook gets the peer's trace id, each delivery span is its save's child", async (t) => {
+  const received: Array<{ traceparent: string | undefined; body: string }> = []
+  const webhook = await localServer(t, (req, res) => {
+    let body = ""
+    req.setEncoding("utf8")
+    req.on("data", (chunk: string) => (body += chunk))
+    req.on("end", () => {
+      received.push({ traceparent: req.headers.traceparent as string | undefined, body })
+      res.writeHead(200).end()
+    })
+  })
+  const model = await modelServer(t, [streamedText("pushed")])
+  const agent = await serve("127.0.0.1:0", {
+    client: createClient({ baseUrl: model.url, style: "openai", model: "gpt-test" }),
+    a2a: { name: "traced", store: "memory", push: { allow: ["127.0.0.1"] } },
+    logger: false,
+  })
+  t.teardown(() => agent.stop())
+  const peer = peerSpan()
+  const response = await fetch(agent.url, {
+    method: "POST",
+    headers: { "content-type": "application/json", "a2a-version": "1.0", traceparent: peer.traceparent },
+    body: JSON.stringify(
+      rpc("SendMessage", { message: { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text: "hi" }] }, configuration: { taskPushNotificationConfig: { url: `${webhook}/hook` } } }),
+    ),
+  })
+  const answer = (await response.json()) as { result: { task: { status: { state: string } } } }
+  t.equal(answer.result.task.status.state, "TASK_STATE_COMPLETED")
+  const port = Number(new URL(webhook).port)
+  const deliveries = () => spansOf(peer.traceId).filter((span) => span.name === "POST" && span.attributes["server.port"] === port)
+  // A channel's notifications go one at a time, in order: the completed status is the last, and every delivery's span ends before the next starts.
+  await waitFor(
+    () => received.some((got) => got.body.includes("TASK_STATE_COMPLETED")) && deliveries().length === received.length && spansOf(peer.traceId).some((span) => span.name === "invoke_agent traced"),
+    5000,
+    "every notification delivered, with its span in the peer's trace",
+  )
+
+  const spans = spansOf(peer.traceId)
+  const request = only(t, spans, "lf.a2a.v1.A2AService/SendMessage")
+  const run = only(t, spans, "invoke_agent traced")
+  const saves = new Map(spans.filter((span) => span.name === "save task_store").map((span) => [span.spanContext().spanId, span]))
+  t.ok(received.length >= 3, `submitted, working and completed were pushed (${received.length} notifications)`)
+  for (const delivery of deliveries()) {
+    t.ok(received.some((got) => got.traceparent === `00-${peer.traceId}-${delivery.spanContext().spanId}-01`), "the webhook got the delivery span's traceparent, in the peer's trace")
+    const save = saves.get(parentOf(delivery)!)
+    t.ok(save, "the delivery span's parent is the save that enqueued it")
+    t.ok(save !== undefined && [request.spanContext().spanId, run.spanContext().spanId].includes(parentOf(save)!), "a save of the request or of the Task's run")
+  }
+  const completed = received.findIndex((got) => got.body.includes("TASK_STATE_COMPLETED"))
+  const last = deliveries().find((delivery) => received[completed].traceparent?.includes(delivery.spanContext().spanId))
+  t.equal(parentOf(saves.get(parentOf(last!)!)!), run.spanContext().spanId, "the completion's delivery: request -> run -> save -> delivery")
+})
+
 t.test("a traceparent that is not one (malformed, all zeros, too long, repeated) is ignored: the request is served and starts a trace of its own", async (t) => {
   const { agent } = await tracedAgent(t, [])
   const peer = peerSpan()

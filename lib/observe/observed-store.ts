@@ -1,4 +1,4 @@
-import type { PushStore } from "../stores/push-store.js"
+import type { PushStore, TraceContext } from "../stores/push-store.js"
 import type { TaskStore } from "../stores/task-store.js"
 import type { Telemetry } from "./telemetry.js"
 
@@ -29,7 +29,7 @@ export function storeKind(store: TaskStore): string {
 
 export function observedStore(store: TaskStore, telemetry: Telemetry): TaskStore {
   const kind = storeKind(store)
-  const observe = <T>(operation: string, work: () => Promise<T>) => telemetry.storeOperation(kind, operation, work)
+  const observe = <T>(operation: string, work: (traceContext: () => TraceContext | undefined) => Promise<T>) => telemetry.storeOperation(kind, operation, work)
   const observed: TaskStore = {
     get: (id) => observe("get", () => store.get(id)),
     save: (task) => observe("save", () => store.save(task)),
@@ -56,13 +56,18 @@ export function observedStore(store: TaskStore, telemetry: Telemetry): TaskStore
 }
 
 /** The push capability with its saves observed; its other methods called on it as they are. */
-function observedPush(push: PushStore, observeSave: <T>(work: () => Promise<T>) => Promise<T>): PushStore {
+function observedPush(push: PushStore, observeSave: <T>(work: (traceContext: () => TraceContext | undefined) => Promise<T>) => Promise<T>): PushStore {
   const observed = Object.create(push) as PushStore
   // Called on the store itself, never on this object: a method that sets a field sets it on the store.
   for (const key of ["putConfig", "getConfig", "listConfigs", "deleteConfig", "claim", "ack", "retryLater", "deadLetter", "listDeadLetters", "watchOutbox", "oldestPendingAt"] as const) {
     const method = (push as unknown as Record<string, unknown>)[key]
     if (typeof method === "function") Object.defineProperty(observed, key, { value: (method as (...args: unknown[]) => unknown).bind(push), enumerable: true })
   }
-  observed.saveWithEvent = (task, ...events) => observeSave(() => push.saveWithEvent(task, ...events))
+  observed.saveWithEvent = (task, ...events) =>
+    observeSave((traceContext) => {
+      // Each notification keeps the trace of the save that enqueues it: its delivery, however late and wherever, continues it.
+      const kept = events.length === 0 ? undefined : traceContext()
+      return push.saveWithEvent(task, ...(kept === undefined ? events : events.map((event) => ({ ...event, traceContext: kept }))))
+    })
   return observed
 }

@@ -1,8 +1,9 @@
 import { context, SpanKind, SpanStatusCode, trace, type Context, type Span, type Tracer } from "@opentelemetry/api"
 import type { Usage } from "../models/model.js"
+import type { TraceContext } from "../stores/push-store.js"
 import type { A2AMetrics } from "./metrics.js"
 import { ATTR, FIRST_TOKEN_EVENT, NO_OPERATION, RPC_SERVICE, RPC_SYSTEM, SPAN, TRACER_NAME } from "./names.js"
-import { incomingContext, type HeaderLookup } from "./propagation.js"
+import { continuedContext, incomingContext, traceContextOf, type HeaderLookup } from "./propagation.js"
 
 /**
  * The one instrumentation layer: a call site says once that an operation
@@ -134,15 +135,16 @@ export class Telemetry implements RunObserver {
   /**
    * Times one store operation: `store` is the store's kind (memory, file, postgres, nats, custom). Its
    * span is a leaf (no context switch around the store's call) and the store's own promise is returned,
-   * observed beside the caller's await rather than wrapped in another.
+   * observed beside the caller's await rather than wrapped in another. `work` may ask for the span's
+   * trace context, to hand to what continues the operation's trace later (a push save's notifications).
    */
-  storeOperation<T>(store: string, operation: string, work: () => Promise<T>): Promise<T> {
+  storeOperation<T>(store: string, operation: string, work: (traceContext: () => TraceContext | undefined) => Promise<T>): Promise<T> {
     const span = tracer.startSpan(SPAN.storeOperation(operation), { kind: SpanKind.INTERNAL })
     if (span.isRecording()) span.setAttributes({ [ATTR.store]: store, [ATTR.dbOperation]: operation })
     const started = this.metrics === undefined ? 0 : performance.now()
     let pending: Promise<T>
     try {
-      pending = work()
+      pending = work(() => traceContextOf(span))
     } catch (err) {
       this.storeEnded(span, store, operation, started, err)
       throw err
@@ -165,9 +167,14 @@ export class Telemetry implements RunObserver {
     this.metrics?.storeOperationDuration.observe({ store, operation, outcome }, seconds(started))
   }
 
-  /** One push delivery attempt to `url` for Task `taskId` (a new trace: the outbox keeps no trace context). */
-  pushDelivery(url: string, taskId: string): PushObservation {
-    const span = tracer.startSpan(SPAN.pushDelivery, { kind: SpanKind.CLIENT })
+  /**
+   * One push delivery attempt to `url` for Task `taskId`: a child of the save that enqueued it, by the
+   * trace context its notification kept (`enqueuedBy`), on whichever instance and however late it runs;
+   * without one (saved untraced, or before notifications kept it), a new trace.
+   */
+  pushDelivery(url: string, taskId: string, enqueuedBy?: TraceContext): PushObservation {
+    const parent = continuedContext(enqueuedBy)
+    const span = tracer.startSpan(SPAN.pushDelivery, { kind: SpanKind.CLIENT }, parent)
     if (span.isRecording()) {
       span.setAttributes({ [ATTR.httpMethod]: "POST", [ATTR.a2aTaskId]: taskId })
       try {
@@ -178,7 +185,7 @@ export class Telemetry implements RunObserver {
         // Not a URL: the attempt refuses it, and says so in the outcome.
       }
     }
-    return new PushObservation(context.active(), span)
+    return new PushObservation(parent, span)
   }
 
   /** A notification's attempt settled: sent (2xx), retried, or dead-lettered. */

@@ -228,7 +228,7 @@ export class PushSender {
     // Waited so long for its origin that the lease could end mid-request: let it go, a later claim hands it out again.
     if (Date.now() - held.claimedAt > this.leaseMs - this.timeoutMs - 5000) return
     let outcome: AttemptOutcome
-    const delivery = this.telemetry.pushDelivery(held.claim.config.url, held.claim.item.taskId)
+    const delivery = this.telemetry.pushDelivery(held.claim.config.url, held.claim.item.taskId, held.claim.item.traceContext)
     try {
       const options = { allow: this.opts.allow, timeoutMs: this.timeoutMs, agents: this.agents, signer: this.opts.signer, signal: this.aborts.signal }
       outcome = await delivery.within(() => attemptDelivery(held.claim, options))
