@@ -2,7 +2,7 @@
 export type { A2AArtifact, A2ADataPart, A2AFilePart, A2AMessage, A2APart, A2ATask, A2ATaskStatus, A2ATextPart, JsonObject, TaskState } from "../types.js"
 export { TERMINAL_STATES } from "../types.js"
 export type { LeaseBook, TaskStore } from "./task-store.js"
-export type { PushClaim, PushConfigRecord, PushDeadLetter, PushEvent, PushOutboxItem, PushStore } from "./push-store.js"
+export type { PushClaim, PushConfigRecord, PushDeadLetter, PushEvent, PushOutboxItem, PushStore, TraceContext } from "./push-store.js"
 export type { EventLog, LoggedEvent } from "./event-log.js"
 export type { StoreErrorContext, StoreErrorHandler, TaskStoreOptions } from "./background-errors.js"
 export type { RetentionOptions } from "./retention.js"
