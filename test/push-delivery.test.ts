@@ -370,6 +370,43 @@ t.test("a slow webhook holds up only its own channels", async (t) => {
   t.same(fast.received.filter((r) => r.path === "/f1").map((r) => r.json.statusUpdate.status.state), ["TASK_STATE_WORKING", "TASK_STATE_COMPLETED"])
 })
 
+t.test("a store slow to record a delivery does not hold up the webhook's next requests", async (t) => {
+  const hook = await receiver(t)
+  const store = new InMemoryTaskStore()
+  const acks = deferred()
+  let acking = 0
+  // The store's ack waits until released: the outcome of the first POST is not recorded meanwhile.
+  const push = new Proxy(store.push, {
+    get(target, prop) {
+      if (prop === "ack") {
+        return async (claim: Parameters<typeof target.ack>[0]) => {
+          acking++
+          await acks.promise
+          return target.ack(claim)
+        }
+      }
+      const value = Reflect.get(target, prop)
+      return typeof value === "function" ? value.bind(target) : value
+    },
+  })
+  const sender = new PushSender({ store: push, log: memoryLogger(), instance: randomUUID(), allow: allowList([hook.host]), maxInFlightPerOrigin: 1 })
+  t.teardown(() => sender.stop())
+  const save = transitionSaver(store, { store: push, enqueued: () => sender.wake() })
+  await sender.start()
+  for (const id of ["a1", "a2"]) {
+    await store.save(sampleTask(id))
+    await store.push.putConfig(hookConfig(id, hook.url(`/${id}`)))
+  }
+  await save(withState(sampleTask("a1"), "working"))
+  await save(withState(sampleTask("a2"), "working"))
+  await waitFor(() => hook.received.length === 2, 5000, "both Tasks' notifications, through the origin's one slot, while the first is not yet recorded")
+  t.equal(acking, 2, "both acks are under way, neither finished")
+  t.equal((await store.push.claim("another", 10, 60_000, Date.now())).length, 0, "both are still held, by their claims")
+  acks.resolve()
+  await waitFor(async () => (await store.push.oldestPendingAt()) === undefined, 5000, "the outbox empty once the acks land")
+  t.same(hook.received.map((r) => r.path).sort(), ["/a1", "/a2"])
+})
+
 t.test("stop(): nothing of the sender is left (no timer, no socket), and a request cut short is due again", async (t) => {
   const arrived = deferred()
   const hook = await receiver(t, async () => {

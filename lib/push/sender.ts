@@ -202,18 +202,33 @@ export class PushSender {
     }
   }
 
+  /**
+   * Sends a claim in a slot of its origin. The slot (and the count of POSTs
+   * under way) is freed when the POST ends, not when the store has recorded
+   * its outcome: a store that is slow to settle (a file system behind on its
+   * flushes) does not hold up the next requests to the webhook; the claim
+   * stays held (bounding the claims taken) until it is settled.
+   */
   private begin(held: Held, slot: Origin): void {
     this.held.set(held.claim.item.key, held)
     this.inFlight++
     slot.inFlight++
+    let posting = true
+    const posted = () => {
+      if (!posting) return
+      posting = false
+      this.inFlight--
+      slot.inFlight--
+      while (slot.inFlight < this.maxPerOrigin && slot.waiting.length > 0 && !this.stopped) this.begin(slot.waiting.shift()!, slot)
+      if (slot.inFlight === 0 && slot.waiting.length === 0 && this.origins.get(held.origin) === slot) this.origins.delete(held.origin)
+      // A slot is free: more may be claimed.
+      this.wake()
+    }
     this.track(
-      this.send(held).finally(() => {
+      this.send(held, posted).finally(() => {
+        posted()
         this.held.delete(held.claim.item.key)
-        this.inFlight--
-        slot.inFlight--
-        while (slot.inFlight < this.maxPerOrigin && slot.waiting.length > 0 && !this.stopped) this.begin(slot.waiting.shift()!, slot)
-        if (slot.inFlight === 0 && slot.waiting.length === 0 && this.origins.get(held.origin) === slot) this.origins.delete(held.origin)
-        // The channel's next notification may be due now, and a slot is free.
+        // The channel's next notification may be due now.
         this.wake()
       }),
     )
@@ -224,7 +239,8 @@ export class PushSender {
     void work.finally(() => this.sends.delete(work))
   }
 
-  private async send(held: Held): Promise<void> {
+  /** POSTs a claim, calls `posted` when the POST ended, then records the outcome in the store. */
+  private async send(held: Held, posted: () => void): Promise<void> {
     // Waited so long for its origin that the lease could end mid-request: let it go, a later claim hands it out again.
     if (Date.now() - held.claimedAt > this.leaseMs - this.timeoutMs - 5000) return
     let outcome: AttemptOutcome
@@ -236,6 +252,7 @@ export class PushSender {
       outcome = { kind: "retry", error: (err as Error).message }
     }
     delivery.end(outcome.kind, outcome.kind === "retry" ? outcome.error : outcome.kind === "final" ? outcome.reason : undefined)
+    posted()
     if (this.aborts.signal.aborted && outcome.kind === "retry") {
       // Cut short by stop(): due again at once, for this server's next start or another replica.
       await this.store.retryLater(held.claim, Date.now(), "interrupted: the server stopped").catch((err: unknown) => this.storeFailed(err, held.claim, "retryLater"))
