@@ -467,6 +467,51 @@ t.test("NatsTaskStore push: past its bound of outbox messages not pending, oldes
   t.ok(oldest! >= before - 1000 && oldest! <= claim.item.enqueuedAt + 1000, "no later than the pending one's, within the clocks' measure")
 })
 
+t.test("NatsTaskStore push: claims, oldestPendingAt and listDeadLetters finish while the keys they list are purged under them", async (t) => {
+  const [store] = await storesOnNewBuckets(t, 1)
+  const bucket = `${store.bucket}_push`
+  const outbox = await rawBucket(t, bucket)
+  const { streams } = await (await rawConnection(t)).jetstreamManager()
+  await store.push.oldestPendingAt!() // the bucket exists
+  const hourAgo = Date.now() - 3_600_000
+  // The KV's own keys() waited forever for a key counted when it started and purged before it came: these listings must not.
+  // A listing still unsettled 20 s on counts as hung (a bound on the failure, not a timing target).
+  const settles = (call: Promise<unknown>) =>
+    Promise.race([call.then(() => true, () => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 20_000).unref())])
+  let unsettled = 0
+  for (let round = 0; round < 200; round++) {
+    const seq = String(round).padStart(16, "0")
+    const keys = [`o.t-1.a.${seq}.w`, `r.t-1.a.${String(hourAgo).padStart(16, "0")}.${seq}.w`, `d.t-1.${String(hourAgo).padStart(16, "0")}.x${round}`]
+    const item = { key: `k-${round}`, taskId: "t-1", configId: "a", seq: round, event: { kind: "status", task: sampleTask("t-1") }, attempts: 1, notBefore: hourAgo, enqueuedAt: hourAgo }
+    for (const key of keys) await outbox.put(key, JSON.stringify(key.startsWith("o.") ? item : {}))
+    const calls = [store.push.claim("i-1", 10, 60_000, Date.now()), store.push.oldestPendingAt!(), store.push.listDeadLetters(10)].map(settles)
+    // Purged a little after the listings started, at a different moment each round: the purges land before, during and after them.
+    await new Promise((resolve) => setTimeout(resolve, round % 6))
+    for (const key of keys) await streams.purge(`KV_${bucket}`, { filter: `$KV.${bucket}.${key}` })
+    unsettled += (await Promise.all(calls)).filter((done) => !done).length
+    if (unsettled > 0) break
+  }
+  t.equal(unsettled, 0, "every listing settled")
+})
+
+t.test("NatsTaskStore push: a marker at the head of a channel (an older version's purge) is removed, and the notification behind it claimed", async (t) => {
+  const [store] = await storesOnNewBuckets(t, 1)
+  const outbox = await rawBucket(t, `${store.bucket}_push`)
+  await store.save(sampleTask("t-1"))
+  await store.push.putConfig({ taskId: "t-1", id: "a", version: "1.0", url: "https://hooks.example.com/a", createdAt: new Date().toISOString() })
+  const working = sampleTask("t-1", "working")
+  await store.push.saveWithEvent(working, { kind: "status", task: working })
+  // A purge marker on a key of seq 0, below the landed notification's seq 1, as kv.purge left them.
+  const marker = `o.t-1.a.${"0".padStart(16, "0")}.old`
+  await outbox.put(marker, "{}")
+  await outbox.purge(marker)
+  t.equal((await outbox.get(marker))?.operation, "PURGE", "the marker is there")
+  const claimed = [...(await store.push.claim("i-1", 10, 60_000, Date.now())), ...(await store.push.claim("i-1", 10, 60_000, Date.now()))]
+  t.equal(claimed.length, 1, "the notification behind the marker is claimed by the second claim at the latest")
+  t.equal(claimed[0]?.item.event.task.status.state, "working")
+  t.equal(await outbox.get(marker), null, "the marker is gone from the stream")
+})
+
 /** Events from position `from` on, each its text tagged. */
 const logged = (from: number, count: number, tag = "a") =>
   Array.from({ length: count }, (_, i) => ({ position: from + i, event: { kind: "artifact-update", text: `${tag}${from + i}` } }))

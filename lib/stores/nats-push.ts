@@ -30,7 +30,9 @@ import { assertTaskId } from "./task-checks.js"
  * save with an event writes its own over it; a claim removes it once it is
  * older than any save takes). Leases are taken by compare-and-set on the
  * lock key, and judged by the server's clock (its time of the lock's write).
- * Delivered notifications are purged from the stream, leaving no marker.
+ * Delivered notifications, and those never to be sent, are purged from the
+ * stream, leaving no marker. Keys are listed from the stream's info (the
+ * host's keys()), a snapshot that a purge meanwhile cannot stall.
  */
 
 /** What the push bucket needs of its NatsTaskStore. */
@@ -40,6 +42,10 @@ export interface NatsPushHost {
   kv(): Promise<NatsPushKv>
   /** Removes every message of these subjects of the push bucket's stream (no marker left). */
   purgeSubjects(filters: string[]): Promise<void>
+  /** Removes the key's message of this revision (no marker left), unless the key was written since. */
+  purgeRevision(key: string, revision: number): Promise<void>
+  /** The keys matching `filter` with a message in the bucket's stream, a marker's included: a snapshot, in no order. */
+  keys(filter: string): Promise<string[]>
   /** The stored Task, or undefined. */
   readTask(id: string): Promise<A2ATask | undefined>
   saveWithEvent(task: A2ATask, events: readonly PushEvent[]): Promise<number>
@@ -76,7 +82,6 @@ export interface NatsPushKv {
   get(key: string, opts?: { revision: number }): Promise<NatsPushEntry | null>
   put(key: string, value: Uint8Array, opts?: { previousSeq: number }): Promise<number>
   purge(key: string, opts?: { previousSeq: number }): Promise<void>
-  keys(filter?: string): Promise<AsyncIterable<string>>
 }
 
 interface Lock {
@@ -192,7 +197,7 @@ export class NatsPushStore implements PushStore {
     const serverNow = now + (await this.clockOffset(kv))
     // The head (lowest seq) of each channel, with every key of that seq: keys come in any order.
     const heads = new Map<string, Head>()
-    for await (const key of await kv.keys("o.>")) {
+    for (const key of await this.host.keys("o.>")) {
       const parts = key.split(".")
       if (parts.length !== 5) continue
       const seq = Number(parts[3])
@@ -228,7 +233,12 @@ export class NatsPushStore implements PushStore {
   ): Promise<PushClaim | undefined> {
     for (const { key, writer } of head.keys.sort((a, b) => (a.writer < b.writer ? -1 : a.writer > b.writer ? 1 : 0))) {
       const entry = await kv.get(key)
-      if (entry?.operation !== "PUT") continue
+      if (entry === null) continue
+      if (entry.operation !== "PUT") {
+        // A marker (an older version purged outbox keys so): removed, so the channel's next notification heads it.
+        await this.forget(key, entry)
+        continue
+      }
       const item = JSON.parse(entry.string()) as PushOutboxItem
       let landed = committed.get(head.task)
       if (landed === undefined) {
@@ -239,17 +249,22 @@ export class NatsPushStore implements PushStore {
       const fate = fateOf(item.seq, writer, landed)
       if (fate === "unsaved") {
         // Its save has not landed: under way, or never to land once it is older than any save takes.
-        if (serverNow - entry.created.getTime() > ABANDONED_PUSH_ITEM_MS) await kv.purge(key, { previousSeq: entry.revision }).catch(() => {})
+        if (serverNow - entry.created.getTime() > ABANDONED_PUSH_ITEM_MS) await this.forget(key, entry)
         continue
       }
       if (fate === "lost") {
         // Written by a save of the same seq that lost to the one that landed (it saves again, later): never sent.
-        await kv.purge(key, { previousSeq: entry.revision }).catch(() => {})
+        await this.forget(key, entry)
         continue
       }
       return this.claimItem(kv, channel, key, item, instance, leaseMs, now, serverNow)
     }
     return undefined
+  }
+
+  /** Removes a notification that will never be sent, as read (a later write of its key stays), leaving no marker. */
+  private async forget(key: string, entry: NatsPushEntry): Promise<void> {
+    await this.host.purgeRevision(key, entry.revision).catch((err: unknown) => this.host.report(err, "push"))
   }
 
   private async claimItem(
@@ -366,7 +381,7 @@ export class NatsPushStore implements PushStore {
   private async oldestRetryMark(): Promise<number | undefined> {
     const kv = await this.host.kv()
     const marks: Array<{ key: string; itemKey: string; enqueuedAt: number }> = []
-    for await (const key of await kv.keys("r.>")) {
+    for (const key of await this.host.keys("r.>")) {
       const [, task, config, at, seq, writer, ...rest] = key.split(".")
       if (writer === undefined || rest.length > 0) continue
       marks.push({ key, itemKey: `o.${task}.${config}.${seq}.${writer}`, enqueuedAt: Number(at) })
@@ -383,8 +398,7 @@ export class NatsPushStore implements PushStore {
   async listDeadLetters(limit: number): Promise<PushDeadLetter[]> {
     if (!(Number.isInteger(limit) && limit >= 0)) throw new RangeError(`${STORE}.push.listDeadLetters: limit should be a whole number >= 0`)
     const kv = await this.host.kv()
-    const keys: string[] = []
-    for await (const key of await kv.keys("d.>")) keys.push(key)
+    const keys = await this.host.keys("d.>")
     // Newest first: by deadAt, then by key.
     const order = (key: string) => key.split(".").slice(2).join(".")
     keys.sort((a, b) => (order(a) < order(b) ? 1 : order(a) > order(b) ? -1 : 0))

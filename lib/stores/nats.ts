@@ -215,12 +215,14 @@ export class NatsTaskStore implements TaskStore {
         return this.pushKv.get()
       },
       purgeSubjects: (filters) => this.purgeSubjects(`${this.bucket}_push`, filters),
+      purgeRevision: (key, revision) => this.purgeSubjects(`${this.bucket}_push`, [key], revision + 1),
       readTask: (id) => this.get(id),
       saveWithEvent: (task, events) => this.saveWithEvent(task, events),
       inOrder: (id, write) => this.writes.run(id, write),
       keyOf: natsKey,
       watchPuts: (filter, onPut) => this.watchPushPuts(filter, onPut),
       nextMessage: (filter, seq) => this.nextPushMessage(filter, seq),
+      keys: (filter) => this.pushKeys(filter),
     })
   }
 
@@ -427,22 +429,41 @@ export class NatsTaskStore implements TaskStore {
     }
   }
 
-  /** The push bucket's first message at or after stream sequence `seq` whose key matches `filter` (one request); undefined when there is none. */
-  private async nextPushMessage(filter: string, seq: number): Promise<NatsPushMessage | undefined> {
+  /** The push bucket's stream, its name and the prefix of its subjects, once the bucket exists. */
+  private async pushStream(): Promise<{ streams: NatsEventStreams; stream: string; prefix: string }> {
     this.assertOpen()
     await this.pushKv.get() // its stream exists from here on
     const { nc } = await this.connection.get()
     const { streams } = await nc.jetstreamManager()
     const bucket = `${this.bucket}_push`
-    const prefix = `$KV.${bucket}.`
+    return { streams, stream: `KV_${bucket}`, prefix: `$KV.${bucket}.` }
+  }
+
+  /** The push bucket's first message at or after stream sequence `seq` whose key matches `filter` (one request); undefined when there is none. */
+  private async nextPushMessage(filter: string, seq: number): Promise<NatsPushMessage | undefined> {
+    const { streams, stream, prefix } = await this.pushStream()
     try {
-      const msg = await streams.getMessage(`KV_${bucket}`, { seq, next_by_subj: `${prefix}${filter}` })
+      const msg = await streams.getMessage(stream, { seq, next_by_subj: `${prefix}${filter}` })
       const operation = (msg.header?.get(KV_OPERATION) || "PUT") as NatsPushMessage["operation"]
       return { seq: msg.seq, key: msg.subject.slice(prefix.length), operation, time: msg.time, string: () => msg.string() }
     } catch (err) {
       if ((err as { api_error?: { err_code?: number } })?.api_error?.err_code === NO_MESSAGE) return undefined
       throw err
     }
+  }
+
+  /**
+   * The push bucket's keys matching `filter` that have a message in its
+   * stream, from the stream's info (one request, paged by the client past
+   * the server's page): a snapshot. Not the KV's keys(), whose consumer
+   * counts the messages pending when it starts and waits for each: a key
+   * purged in between (a delivered notification, a settled retry mark)
+   * never comes, and the listing never ends.
+   */
+  private async pushKeys(filter: string): Promise<string[]> {
+    const { streams, stream, prefix } = await this.pushStream()
+    const info = await streams.info(stream, { subjects_filter: `${prefix}${filter}` })
+    return Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(prefix.length))
   }
 
   /** The push bucket, opened on first use over whatever connection is current. */
@@ -465,11 +486,11 @@ export class NatsTaskStore implements TaskStore {
     }, closedError)
   }
 
-  /** Removes every message of these subjects (relative to the bucket's keys) from the bucket's stream: no marker is left. */
-  private async purgeSubjects(bucket: string, filters: string[]): Promise<void> {
+  /** Removes every message of these subjects (relative to the bucket's keys) from the bucket's stream, or those below stream sequence `before`: no marker is left. */
+  private async purgeSubjects(bucket: string, filters: string[], before?: number): Promise<void> {
     const { nc } = await this.connection.get()
     const { streams } = await nc.jetstreamManager()
-    for (const filter of filters) await streams.purge(`KV_${bucket}`, { filter: `$KV.${bucket}.${filter}` })
+    for (const filter of filters) await streams.purge(`KV_${bucket}`, { filter: `$KV.${bucket}.${filter}`, ...(before !== undefined && { seq: before }) })
   }
 
   /**
