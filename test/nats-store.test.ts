@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { connect as connectTcp, createServer, type Socket } from "node:net"
 import { inspect } from "node:util"
+import { setImmediate as setImmediatePromise } from "node:timers/promises"
 import { connect, headers, type KV, type NatsConnection } from "nats"
 import t, { type Test } from "tap"
 import type { StoreErrorContext } from "../lib/stores/background-errors.js"
@@ -465,6 +466,33 @@ t.test("NatsTaskStore push: past its bound of outbox messages not pending, oldes
   // The 8th message's time, on our clock as the store measured the server's against it (the same machine here: within a second).
   t.ok(oldest !== undefined && oldest > hourAgo, "not the unsaved notifications' own times")
   t.ok(oldest! >= before - 1000 && oldest! <= claim.item.enqueuedAt + 1000, "no later than the pending one's, within the clocks' measure")
+})
+
+t.test("NatsTaskStore: list() ends though a delete marker it counted is purged under it, as another server's retention sweep does", async (t) => {
+  const [store] = await storesOnNewBuckets(t, 1)
+  const tasks = await rawBucket(t, store.bucket)
+  const { streams } = await (await rawConnection(t)).jetstreamManager()
+  // Large Tasks, so the listing is still being delivered when the purge lands.
+  const pad = "x".repeat(50_000)
+  const kept = Array.from({ length: 100 }, (_, i) => `kept-${String(i).padStart(3, "0")}`)
+  for (const id of kept) await store.save(task(id, "working", { metadata: { pad } }))
+  for (let round = 0; round < 5; round++) {
+    const id = `gone-${round}`
+    await store.save(task(id))
+    await store.delete(id)
+    const marker = await tasks.get(id)
+    t.equal(marker?.operation, "PURGE", "the delete left its marker, the stream's last message")
+    const consumersBefore = (await streams.info(`KV_${store.bucket}`)).state.consumer_count
+    const listing = store.list({ pageSize: 100 })
+    // The listing's consumer counts what it has to deliver when it is made: purge once it exists.
+    while ((await streams.info(`KV_${store.bucket}`)).state.consumer_count === consumersBefore) await setImmediatePromise()
+    await streams.purge(`KV_${store.bucket}`, { filter: `$KV.${store.bucket}.${id}`, seq: marker!.revision + 1 })
+    // A listing still unsettled 20 s on counts as hung (a bound on the failure, not a timing target).
+    const page = await Promise.race([listing, new Promise<undefined>((resolve) => setTimeout(resolve, 20_000).unref())])
+    t.ok(page !== undefined, `round ${round}: the listing ended`)
+    if (page === undefined) break
+    t.same(page.tasks.map((each) => each.id).sort(), kept, `round ${round}: every Task, and not the deleted one`)
+  }
 })
 
 t.test("NatsTaskStore push: claims, oldestPendingAt and listDeadLetters finish while the keys they list are purged under them", async (t) => {

@@ -262,9 +262,8 @@ export class NatsTaskStore implements TaskStore {
     const { driver, tasks } = await this.connection.get()
     const latest = new Map<string, NatsKvEntry>()
     await withContext("list tasks", async () => {
-      const entries = await lastValues(tasks, driver, false)
       // Updates that arrive while reading replace the values read before them.
-      for await (const entry of entries) {
+      for await (const entry of lastValues(tasks, driver, false, (seq) => this.anyTaskAfter(seq))) {
         if (entry.operation === "PUT") latest.set(entry.key, entry)
         else latest.delete(entry.key)
       }
@@ -429,6 +428,19 @@ export class NatsTaskStore implements TaskStore {
     }
   }
 
+  /** Whether the Tasks bucket's stream holds a message after sequence `seq` (one request). */
+  private async anyTaskAfter(seq: number): Promise<boolean> {
+    const { nc } = await this.connection.get()
+    const { streams } = await nc.jetstreamManager()
+    try {
+      await streams.getMessage(`KV_${this.bucket}`, { seq: seq + 1, next_by_subj: `$KV.${this.bucket}.>` })
+      return true
+    } catch (err) {
+      if ((err as { api_error?: { err_code?: number } })?.api_error?.err_code === NO_MESSAGE) return false
+      throw err
+    }
+  }
+
   /** The push bucket's stream, its name and the prefix of its subjects, once the bucket exists. */
   private async pushStream(): Promise<{ streams: NatsEventStreams; stream: string; prefix: string }> {
     this.assertOpen()
@@ -551,12 +563,8 @@ export class NatsTaskStore implements TaskStore {
     const written: NatsKvEntry[] = []
     await withContext("read the bucket for retention", async () => {
       // Last values come in stream order, which is the order of their writes.
-      const entries = await lastValues(tasks, driver, true)
-      for await (const entry of entries) {
-        if (entry.created.getTime() >= cutoffMs) {
-          entries.stop()
-          break
-        }
+      for await (const entry of lastValues(tasks, driver, true, (seq) => this.anyTaskAfter(seq))) {
+        if (entry.created.getTime() >= cutoffMs) break
         written.push(entry)
       }
     })
@@ -780,12 +788,21 @@ function quote(id: string): string {
   return JSON.stringify(id.length > 128 ? id.slice(0, 128) + "…" : id)
 }
 
+/** How long a listing of last values goes without an entry before it asks the stream whether any is left to come. */
+const STALLED_LISTING_CHECK_MS = 250
+
 /**
- * A watch of every key's last value (headers only, or with the values) that
- * ends once all of them were delivered: the initialized callback fires then,
- * maybe before watch() returns, and what was queued is still read.
+ * Every key's last value (headers only, or with the values), in stream
+ * order, ending once all were delivered: the watch's initialized callback
+ * fires then, maybe before watch() returns, and what was queued is still
+ * read. The watch counts the messages it has to deliver when it starts and
+ * waits for that many; one purged before it came (a delete marker a
+ * retention sweep removed, here or on another server) never comes. So when
+ * no entry came for a while, `anyAfter(seq)` asks the stream whether a
+ * message after the last entry is left, and with none the listing ends.
+ * Leaving the loop early stops the watch.
  */
-async function lastValues(kv: NatsKv, driver: NatsDriver, headersOnly: boolean): Promise<NatsKvWatch> {
+async function* lastValues(kv: NatsKv, driver: NatsDriver, headersOnly: boolean, anyAfter: (seq: number) => Promise<boolean>): AsyncGenerator<NatsKvEntry> {
   let initialized = false
   let entries: NatsKvWatch | undefined = undefined
   const initializedFn = () => {
@@ -793,6 +810,32 @@ async function lastValues(kv: NatsKv, driver: NatsDriver, headersOnly: boolean):
     entries?.stop()
   }
   entries = await kv.watch({ include: driver.KvWatchInclude.LastValue, ...(headersOnly && { headers_only: true }), initializedFn })
-  if (initialized) entries.stop()
-  return entries
+  const watch = entries
+  if (initialized) watch.stop()
+  let last = 0
+  let arrived = false
+  const stalled = setInterval(() => {
+    if (arrived) {
+      arrived = false
+      return
+    }
+    const at = last
+    // A failed check stops nothing: the next one asks again.
+    void anyAfter(at).then(
+      (more) => {
+        if (!more && last === at) watch.stop()
+      },
+      () => {},
+    )
+  }, STALLED_LISTING_CHECK_MS)
+  try {
+    for await (const entry of watch) {
+      last = entry.revision
+      arrived = true
+      yield entry
+    }
+  } finally {
+    clearInterval(stalled)
+    watch.stop()
+  }
 }
