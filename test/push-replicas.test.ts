@@ -10,7 +10,7 @@ const TASKS = 20
 const PENDING = 10
 /** The push timeout of the replicas: a claim lasts 2 x this + 10 s (lib/push/sender.ts), so a dead replica's claims run out within ~14 s. */
 const TIMEOUT_MS = 2000
-/** push.maxInFlightPerOrigin of test/fixtures/push-server.mjs. */
+/** push.maxInFlight and maxInFlightPerOrigin of test/fixtures/push-server.mjs: a replica claims at most twice as many. */
 const PER_ORIGIN = 4
 
 /**
@@ -39,7 +39,8 @@ function replicas(backend: string, makeSelector: (t: Test) => Promise<string>): 
     for (let i = 0; i < PENDING; i++) round2.push(await sendWithHook(servers[i % 2].url, hook, hook.url(`/pending/${i}`)))
     await waitFor(() => allCompleted(servers[0].url, round2), 30_000, "every Task to complete")
     hook.setMode("hold")
-    // A replica sends at most PER_ORIGIN at once to the receiver: more held means each replica holds some.
+    // A replica sends at most PER_ORIGIN at once to the receiver: more held means each replica holds some. One
+    // replica claims at most 2 x PER_ORIGIN of the PENDING channels, so the other's poll finds the rest.
     await waitFor(() => hook.holding() > PER_ORIGIN, 60_000, `more than ${PER_ORIGIN} requests held open at once`)
     const [dead, alive] = servers
     const heldAtKill = hook.holding()
