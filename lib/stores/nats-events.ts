@@ -1,6 +1,7 @@
 import type { JsonObject } from "../types.js"
 import { assertAppend, type EventLog, type LoggedEvent } from "./event-log.js"
 import { eventSweeper, type EventLogHost } from "./event-sweep.js"
+import { isApiError, lastMessage, nextMessage, STREAM_NOT_FOUND, WRONG_LAST_SEQUENCE } from "./nats-api.js"
 import type { RetentionSweeper } from "./retention.js"
 import { assertTaskId } from "./task-checks.js"
 
@@ -108,9 +109,6 @@ export interface NatsEventHost extends EventLogHost {
 
 const LAST_POSITION = "Toolnexus-Last-Position"
 const KEEP_MS = "Toolnexus-Keep-Ms"
-const WRONG_LAST_SEQUENCE = 10071
-const NO_MESSAGE = 10037
-const STREAM_NOT_FOUND = 10059
 /** Tries of one append against other writers of its Task. */
 const MAX_APPEND_ATTEMPTS = 10
 /** Tasks whose subject's last sequence is kept, so their next append needs no read. */
@@ -211,7 +209,7 @@ export class NatsEventLog implements EventLog {
     const key = this.host.keyOf(taskId)
     const stream = await this.host.stream()
     const subject = `${this.host.name}.e.${key}`
-    const last = await lastMessage(stream, this.host.name, subject)
+    const last = await lastMessage(stream.streams, this.host.name, subject)
     if (last === undefined) return []
     const tail = { seq: last.seq, last: lastPositionOf(last.header, subject) }
     this.remember(key, tail)
@@ -278,7 +276,7 @@ export class NatsEventLog implements EventLog {
 
   /** The subject's last message as a writer needs it; { seq: 0, last: 0 } when it has none. */
   private async tailOf(stream: NatsEventStream, subject: string): Promise<Tail> {
-    const last = await lastMessage(stream, this.host.name, subject)
+    const last = await lastMessage(stream.streams, this.host.name, subject)
     return last === undefined ? { seq: 0, last: 0 } : { seq: last.seq, last: lastPositionOf(last.header, subject) }
   }
 
@@ -302,7 +300,7 @@ export class NatsEventLog implements EventLog {
     while (low <= high) {
       // The first probe is the subject's first message: a resume from the start needs no more.
       const middle = low === 1 ? 1 : Math.floor((low + high) / 2)
-      const message = await this.nextMessage(stream, subject, middle)
+      const message = await nextMessage(stream.streams, this.host.name, subject, middle)
       if (message === undefined || message.seq >= found) high = middle - 1
       else if (lastPositionOf(message.header, subject) > after) {
         found = message.seq
@@ -310,16 +308,6 @@ export class NatsEventLog implements EventLog {
       } else low = message.seq + 1
     }
     return found
-  }
-
-  /** The subject's first message at or after `seq`. */
-  private async nextMessage(stream: NatsEventStream, subject: string, seq: number): Promise<NatsStoredMsg | undefined> {
-    try {
-      return await stream.streams.getMessage(this.host.name, { seq, next_by_subj: subject })
-    } catch (err) {
-      if (isApiError(err, NO_MESSAGE)) return undefined
-      throw err
-    }
   }
 
   /**
@@ -415,15 +403,6 @@ export async function openEventStream(streams: NatsEventStreams, name: string): 
   }
 }
 
-async function lastMessage(stream: NatsEventStream, name: string, subject: string): Promise<NatsStoredMsg | undefined> {
-  try {
-    return await stream.streams.getMessage(name, { last_by_subj: subject })
-  } catch (err) {
-    if (isApiError(err, NO_MESSAGE)) return undefined
-    throw err
-  }
-}
-
 function lastPositionOf(headers: NatsHeaders | undefined, subject: string): number {
   // A header that is missing reads as "".
   const last = Number(headers?.get(LAST_POSITION) || Number.NaN)
@@ -435,8 +414,4 @@ function eventsIn(text: string, subject: string): LoggedEvent[] {
   const events = JSON.parse(text) as Array<{ position: number; event: JsonObject }>
   if (!Array.isArray(events) || events.length === 0) throw new Error(`NatsTaskStore found a message on ${subject} that is not an event log's (not a list of events)`)
   return events
-}
-
-function isApiError(err: unknown, code: number): boolean {
-  return (err as { api_error?: { err_code?: number } })?.api_error?.err_code === code
 }

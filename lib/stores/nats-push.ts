@@ -5,6 +5,7 @@ import type { ReportError } from "./background-errors.js"
 import { ABANDONED_PUSH_ITEM_MS, assertClaimArgs, assertPushConfig, deadLetterOf, newOutboxItem, padded, retried } from "./push-records.js"
 import type { PushClaim, PushConfigRecord, PushDeadLetter, PushEvent, PushOutboxItem, PushStore } from "./push-store.js"
 import { assertTaskId } from "./task-checks.js"
+import { isApiError, WRONG_LAST_SEQUENCE } from "./nats-api.js"
 
 /**
  * NatsTaskStore's push capability, in a KV bucket of its own
@@ -92,7 +93,6 @@ interface Lock {
 
 /** Tries of one compare-and-set against other writers. */
 const MAX_CAS_ATTEMPTS = 10
-const WRONG_LAST_SEQUENCE = 10071
 const CLOCK_KEY = "clock"
 const CLOCK_RECHECK_MS = 60_000
 const STORE = "NatsTaskStore"
@@ -159,7 +159,7 @@ export class NatsPushStore implements PushStore {
         await kv.put(key, encode(next), { previousSeq: entry?.revision ?? 0 })
         return
       } catch (err) {
-        if (!isWrongLastSequence(err) || attempt >= MAX_CAS_ATTEMPTS) throw err
+        if (!isApiError(err, WRONG_LAST_SEQUENCE) || attempt >= MAX_CAS_ATTEMPTS) throw err
       }
     }
   }
@@ -288,7 +288,7 @@ export class NatsPushStore implements PushStore {
     try {
       await kv.put(lockKey, encode({ instance, token, leaseMs } satisfies Lock), { previousSeq: held?.revision ?? 0 })
     } catch (err) {
-      if (isWrongLastSequence(err)) return undefined // another instance took it first
+      if (isApiError(err, WRONG_LAST_SEQUENCE)) return undefined // another instance took it first
       throw err
     }
     const claim: PushClaim = { item, config: undefined as unknown as PushConfigRecord, token: `${key}|${lockKey}|${token}` }
@@ -425,7 +425,7 @@ export class NatsPushStore implements PushStore {
     if (entry === undefined) return
     const kv = await this.host.kv()
     await kv.purge(placeOf(claim).lockKey, { previousSeq: entry.revision }).catch((err: unknown) => {
-      if (!isWrongLastSequence(err)) throw err
+      if (!isApiError(err, WRONG_LAST_SEQUENCE)) throw err
     })
   }
 
@@ -502,8 +502,4 @@ function parseLock(entry: NatsPushEntry): Lock | undefined {
   } catch {
     return undefined
   }
-}
-
-function isWrongLastSequence(err: unknown): boolean {
-  return (err as { api_error?: { err_code?: number } })?.api_error?.err_code === WRONG_LAST_SEQUENCE
 }

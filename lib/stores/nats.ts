@@ -12,6 +12,7 @@ import { TaskConflictError, type LeaseBook, type TaskStore } from "./task-store.
 import { WriteOrder } from "./write-order.js"
 import { pushSeqOf, pushWriterOf, withPushSeq } from "../internals.js"
 import { NatsPushStore, type NatsPushMessage } from "./nats-push.js"
+import { isApiError, nextMessage, WRONG_LAST_SEQUENCE } from "./nats-api.js"
 import { NatsEventLog, openEventStream, type NatsEventJetStream, type NatsEventStream, type NatsEventStreams, type NatsHeaders } from "./nats-events.js"
 import { eventRetentionOf, type EventLog } from "./event-log.js"
 import { eventTexts } from "./push-records.js"
@@ -95,8 +96,6 @@ const DEFAULT_BUCKET = "toolnexus_tasks"
 const DEFAULT_LEASE_BUCKET = "toolnexus_leases"
 /** What the nats client accepts as a bucket name, kept short: it names the stream, a directory on the server. */
 const BUCKET_NAME = /^[-\w]{1,64}$/
-/** JetStream's "wrong last sequence": the key changed since we read its revision. */
-const WRONG_LAST_SEQUENCE = 10071
 /** Tries of one save against other writers before it gives up (2-3 s of backing off in all). */
 const MAX_SAVE_ATTEMPTS = 10
 /** Leases are dropped by the server this long after their last renewal, so dead instances leave nothing behind. */
@@ -107,7 +106,6 @@ const CLOCK_RECHECK_MS = 60_000
 const CLOCK_KEY = "toolnexus.clock"
 /** What a message may carry when the server does not say: NATS's default max_payload. */
 const DEFAULT_MAX_PAYLOAD = 1024 * 1024
-const NO_MESSAGE = 10037
 /** The header a KV delete or purge marker carries ("DEL", "PURGE"); a value written has none. */
 const KV_OPERATION = "KV-Operation"
 
@@ -432,13 +430,7 @@ export class NatsTaskStore implements TaskStore {
   private async anyTaskAfter(seq: number): Promise<boolean> {
     const { nc } = await this.connection.get()
     const { streams } = await nc.jetstreamManager()
-    try {
-      await streams.getMessage(`KV_${this.bucket}`, { seq: seq + 1, next_by_subj: `$KV.${this.bucket}.>` })
-      return true
-    } catch (err) {
-      if ((err as { api_error?: { err_code?: number } })?.api_error?.err_code === NO_MESSAGE) return false
-      throw err
-    }
+    return (await nextMessage(streams, `KV_${this.bucket}`, `$KV.${this.bucket}.>`, seq + 1)) !== undefined
   }
 
   /** The push bucket's stream, its name and the prefix of its subjects, once the bucket exists. */
@@ -454,14 +446,10 @@ export class NatsTaskStore implements TaskStore {
   /** The push bucket's first message at or after stream sequence `seq` whose key matches `filter` (one request); undefined when there is none. */
   private async nextPushMessage(filter: string, seq: number): Promise<NatsPushMessage | undefined> {
     const { streams, stream, prefix } = await this.pushStream()
-    try {
-      const msg = await streams.getMessage(stream, { seq, next_by_subj: `${prefix}${filter}` })
-      const operation = (msg.header?.get(KV_OPERATION) || "PUT") as NatsPushMessage["operation"]
-      return { seq: msg.seq, key: msg.subject.slice(prefix.length), operation, time: msg.time, string: () => msg.string() }
-    } catch (err) {
-      if ((err as { api_error?: { err_code?: number } })?.api_error?.err_code === NO_MESSAGE) return undefined
-      throw err
-    }
+    const msg = await nextMessage(streams, stream, `${prefix}${filter}`, seq)
+    if (msg === undefined) return undefined
+    const operation = (msg.header?.get(KV_OPERATION) || "PUT") as NatsPushMessage["operation"]
+    return { seq: msg.seq, key: msg.subject.slice(prefix.length), operation, time: msg.time, string: () => msg.string() }
   }
 
   /**
@@ -544,7 +532,7 @@ export class NatsTaskStore implements TaskStore {
         await tasks.put(key, value, { previousSeq: entry?.revision ?? 0 })
         return written.length
       } catch (err) {
-        if (!isWrongLastSequence(err)) throw new Error(`NatsTaskStore could not save task ${quote(id)}: ${messageOf(err)}`, { cause: err })
+        if (!isApiError(err, WRONG_LAST_SEQUENCE)) throw new Error(`NatsTaskStore could not save task ${quote(id)}: ${messageOf(err)}`, { cause: err })
         // Another save landed first: this attempt's notifications never will (a claim would also find them beside the winner's).
         await this.pushBook.discard(written).catch((discardErr: unknown) => this.report(discardErr, "push", id))
         if (attempt >= MAX_SAVE_ATTEMPTS) {
@@ -606,7 +594,7 @@ export class NatsTaskStore implements TaskStore {
       return true
     } catch (err) {
       // Saved again since it was read: no longer the Task that expired.
-      if (isWrongLastSequence(err)) return false
+      if (isApiError(err, WRONG_LAST_SEQUENCE)) return false
       throw new Error(`NatsTaskStore could not purge expired task ${quote(task.id)}: ${messageOf(err)}`, { cause: err })
     }
   }
@@ -760,10 +748,6 @@ function bucketName(option: string, value: unknown): string {
   if (typeof value === "string" && BUCKET_NAME.test(value)) return value
   const got = typeof value === "string" ? JSON.stringify(value.slice(0, 80)) : value === null ? "null" : `a ${typeof value}`
   throw new TypeError(`NatsTaskStore: ${option} should be a KV bucket name of 1-64 letters, digits, "-" or "_", got ${got}`)
-}
-
-function isWrongLastSequence(err: unknown): boolean {
-  return (err as { api_error?: { err_code?: number } })?.api_error?.err_code === WRONG_LAST_SEQUENCE
 }
 
 /** Runs a driver call, naming what it was doing when it fails: the driver's own messages are terse ("TIMEOUT"). */
