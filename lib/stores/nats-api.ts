@@ -1,5 +1,3 @@
-import type { NatsEventStreams, NatsStoredMsg } from "./nats-events.js"
-
 /*
  * What the NATS store's parts share of JetStream's API: the error codes they
  * tell apart, and the one-request reads of a stream's messages.
@@ -12,13 +10,18 @@ const NO_MESSAGE = 10037
 /** "Stream not found". */
 export const STREAM_NOT_FOUND = 10059
 
+/** What the reads below need of a stream manager's streams (nats's, or NatsEventStreams): messages of type M. */
+interface StreamMessages<M> {
+  getMessage(stream: string, query: { last_by_subj: string } | { seq: number; next_by_subj?: string }): Promise<M>
+}
+
 /** Whether `err` is JetStream's API error of this code. */
 export function isApiError(err: unknown, code: number): boolean {
   return (err as { api_error?: { err_code?: number } })?.api_error?.err_code === code
 }
 
 /** The first message at or after stream sequence `seq` whose subject matches `subject` (one request); undefined when there is none. */
-export async function nextMessage(streams: NatsEventStreams, stream: string, subject: string, seq: number): Promise<NatsStoredMsg | undefined> {
+export async function nextMessage<M>(streams: StreamMessages<M>, stream: string, subject: string, seq: number): Promise<M | undefined> {
   try {
     return await streams.getMessage(stream, { seq, next_by_subj: subject })
   } catch (err) {
@@ -28,7 +31,7 @@ export async function nextMessage(streams: NatsEventStreams, stream: string, sub
 }
 
 /** The last message of `subject` in the stream (one request); undefined when there is none. */
-export async function lastMessage(streams: NatsEventStreams, stream: string, subject: string): Promise<NatsStoredMsg | undefined> {
+export async function lastMessage<M>(streams: StreamMessages<M>, stream: string, subject: string): Promise<M | undefined> {
   try {
     return await streams.getMessage(stream, { last_by_subj: subject })
   } catch (err) {
