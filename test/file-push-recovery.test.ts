@@ -2,9 +2,10 @@ import fsp from "node:fs/promises"
 import path from "node:path"
 import t, { type Test } from "tap"
 import { FileTaskStore, type FileSystem } from "../lib/stores/file.js"
+import { readJournal } from "../lib/stores/file-push-journal.js"
 import type { PushConfigRecord } from "../lib/stores/push-store.js"
 import type { TaskState } from "../lib/types.js"
-import { recordingFs, sampleTask, simulated, tmpDir, waitFor } from "./helpers.js"
+import { killedJournalWriter, recordingFs, sampleTask, simulated, tmpDir, waitFor } from "./helpers.js"
 
 /**
  * The file store's notifications are written unsynced, and recorded by their
@@ -79,12 +80,16 @@ async function storeWithConfig(t: Test): Promise<{ dir: string; calls: string[];
   return { dir, calls, store }
 }
 
-/** The keys a Task's notification files hold now. */
+/** The keys of a Task's notifications in the outbox now, by the state they report: in files of their own and in journals. */
 async function keysOf(dir: string, id: string): Promise<Map<string, string>> {
   const keys = new Map<string, string>()
+  const taskDir = path.join(dir, ".push", `${id}.json`)
   for (const name of await itemFiles(dir, id)) {
-    const item = JSON.parse(await fsp.readFile(path.join(dir, ".push", `${id}.json`, name), "utf8"))
+    const item = JSON.parse(await fsp.readFile(path.join(taskDir, name), "utf8"))
     keys.set(item.event.task.status.state, item.key)
+  }
+  for (const name of (await fsp.readdir(taskDir)).filter((name) => name.startsWith("j-"))) {
+    for (const { item } of readJournal(await fsp.readFile(path.join(taskDir, name), "utf8")).open.values()) keys.set(item.event.task.status.state, item.key)
   }
   return keys
 }
@@ -129,6 +134,25 @@ t.test("after a reboot, the notifications a Task records as pending whose files 
   const again = new FileTaskStore(dir)
   t.teardown(() => again.close())
   t.same(await drain(again), [], "the next opening sends nothing again")
+})
+
+t.test("after a reboot, the notifications a killed writer's journal lost are made again from its Task's record, under their keys", async (t) => {
+  const dir = tmpDir(t)
+  const setup = new FileTaskStore(dir)
+  await setup.save(sampleTask("t-1"))
+  await setup.push.putConfig(config("t-1"))
+  await setup.close()
+  await killedJournalWriter(t, dir, "t-1", ["working", "input-required"])
+  const keys = (await recorded(dir, "t-1")).map((record) => record.key)
+  t.equal(keys.length, 2, "the last save records both as pending: the earlier one is not durable yet")
+  await rebooted(dir)
+  // The machine's crash lost the journal's unsynced lines.
+  const taskDir = path.join(dir, ".push", "t-1.json")
+  for (const name of (await fsp.readdir(taskDir)).filter((name) => name.startsWith("j-"))) await fsp.writeFile(path.join(taskDir, name), "")
+  const restarted = new FileTaskStore(dir)
+  t.teardown(() => restarted.close())
+  t.same(await drain(restarted), [`t-1#working ${keys[0]}`, `t-1#input-required ${keys[1]}`], "both sent, in order, under their keys")
+  t.same((await fsp.readdir(taskDir)).filter((name) => name.startsWith("j-") || name.startsWith("o-")), [], "the dead writer's emptied journal is removed")
 })
 
 t.test("a notification made again after a reboot keeps the trace context its save gave it", async (t) => {

@@ -193,9 +193,10 @@ t.test("crash leftovers: a retry's older copy goes; a dead writer's notification
   t.same(await store.push.claim("i-1", 10, 60_000, Date.now()), [], "never sent")
   t.same(await namesIn(dir, "t-1.json", "o-"), [], "and removed")
 
-  // A committed notification whose file a crash of the machine left unreadable.
+  // A committed notification whose file a crash of the machine left unreadable: written by a store that does not send
+  // (one that does keeps it in its journal).
   const waiting = sampleTask("t-1", "input-required")
-  await store.push.saveWithEvent(waiting, { kind: "status", task: waiting })
+  await new FileTaskStore(dir).push.saveWithEvent(waiting, { kind: "status", task: waiting })
   const [broken] = await namesIn(dir, "t-1.json", "o-")
   await fsp.writeFile(path.join(taskDir, broken), "{")
   // Read by a store that did not write it (the writer knows what it wrote), as after a restart.

@@ -150,6 +150,19 @@ export async function deadPid(): Promise<number> {
   return child.pid!
 }
 
+/**
+ * Runs test/fixtures/journal-writer.mjs on `dir`, saving `states` of Task `id` (saved with its push configs before)
+ * through a store that sends, so their notifications are in its journal; kills it (SIGKILL) once they are saved.
+ */
+export async function killedJournalWriter(t: Test, dir: string, id: string, states: string[]): Promise<void> {
+  const child = spawn(process.execPath, [path.join(ROOT, "test", "fixtures", "journal-writer.mjs"), dir, id, states.join(",")], { stdio: ["ignore", "pipe", "inherit"] })
+  t.teardown(() => void child.kill("SIGKILL"))
+  const [line] = (await once(readline.createInterface({ input: child.stdout }), "line")) as [string]
+  t.equal(JSON.parse(line).pid, child.pid, "the writer saved them")
+  child.kill("SIGKILL")
+  await once(child, "exit")
+}
+
 /** Runs before each file operation with its name ("open", "write", "sync", ...) and path; may throw to fail it, or wait. */
 export type FsHook = (op: string, file: string) => void | Promise<void>
 

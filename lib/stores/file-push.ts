@@ -10,6 +10,7 @@ import type { A2ATask } from "../types.js"
 import type { ReportError } from "./background-errors.js"
 import { idFromFileName, TASK_FILE_SUFFIX, taskFileName, tmpFileName } from "./file-names.js"
 import { mapLimited } from "./file-index.js"
+import { doneLine, entryLine, journalFileName, journalName, readJournal, takenJournalName, type JournalEntry, type JournalName } from "./file-push-journal.js"
 import type { FileSystem } from "./file-system.js"
 import { NextRun } from "./next-run.js"
 import { ABANDONED_PUSH_ITEM_MS, assertClaimArgs, assertPushConfig, deadLetterOf, newOutboxItem, padded, retried, type SavedEvent } from "./push-records.js"
@@ -28,6 +29,10 @@ import { assertTaskId, parseStoredTask } from "./task-checks.js"
  *   attempt writes it anew under the next name, so a name always holds the
  *   same notification (and a claim reads it once); while held (claimed, or
  *   waiting for its retry) its name ends in `~<until>~<token>`;
+ * - `j-<pid>-<writer>`: the journal of a store that sends (its claims ran
+ *   in the last SENDING_MS): it appends its new notifications there instead
+ *   of writing each as an `o-` file, and sends them itself (see
+ *   file-push-journal.ts);
  * - `d-<deadAt>-<key>.json`: a dead letter.
  *
  * Configs, dead letters and a failed attempt's rewrite are written whole
@@ -71,6 +76,25 @@ import { assertTaskId, parseStoredTask } from "./task-checks.js"
  * past its end may be renamed again by any claim. Any number of
  * FileTaskStores, in any processes, may share the directory.
  *
+ * Journals: what a store's journal holds is that store's to send, held in
+ * its memory; it writes a notification out as an `o-` file (synced, and
+ * marked done in the journal) when its attempt fails (the retry's file),
+ * when its claim's lease runs out unsettled, when no claim took it within
+ * SETTLE_MS (the store may no longer send), and at close: any store's claims
+ * take it then. A journal's notifications count in their channels' order
+ * for every store, and another store's `o-` files wait behind them. The
+ * journal of a store that is gone (its process died, or its file lay
+ * untouched past ABANDONED_PUSH_ITEM_MS) is taken over by the next claim
+ * that lists it: its landed notifications are written out, and it is
+ * removed. A journal follows the rules of the files above: unsynced, its
+ * lines recorded by the Task's save and carried while not marked done, made
+ * durable by the settle that finds a notification in it still held, and a
+ * recovery after a crash of the machine writes again a recorded
+ * notification no journal holds or marked done. An emptied journal is
+ * removed SETTLE_MS after its last line (at once on close), one past
+ * MAX_JOURNAL_BYTES takes no new notification. A notification costs a
+ * journal two appends, where an `o-` file is made, renamed and removed.
+ *
  * A Task without a push directory costs a save nothing: which Tasks have
  * one is known in memory (read at open, kept by this process's changes, a
  * watch of `.push` once it exists, one of the store's directory telling
@@ -97,6 +121,8 @@ const MAX_NAMED_TIME = Number.MAX_SAFE_INTEGER
 const HOLD_COUNT_WRAP = 36 ** 8
 /** The token of a hold that waits for a retry's time (no claim holds it). */
 const WAITING = "wait"
+/** How a claim's token names a journal notification it holds: this, then the hold's number. */
+const JOURNAL_HOLD = "j~"
 /** version, a random part (two processes putting one config in the same millisecond name theirs apart), config file. */
 const CONFIG_NAME = /^c-(\d{16})-[\w-]{8}-(.+\.json)$/
 /** Config ids past this many characters of file name are named by their hash (the id inside tells them apart). */
@@ -128,6 +154,12 @@ const SETTLE_MS = 5000
 /** Earlier notifications a save carries in its record at most, and the size of the stored Task file (its record included) past which it carries none: their files are synced instead. */
 const MAX_CARRIED = 16
 const MAX_CARRIED_BYTES = 64 * 1024
+/** A journal past this many bytes takes no more notifications (they get files of their own) until it is emptied and removed. */
+const MAX_JOURNAL_BYTES = 256 * 1024
+/** How long the done line of a sent journal notification may wait for its journal's next append before it is written alone. */
+const SENT_FLUSH_MS = 200
+/** A store whose claims ran this recently sends: its new notifications go to its journals (see file-push-journal.ts); else to files of their own, for whichever store claims. */
+const SENDING_MS = FULL_SCAN_MS
 /** A boot time reckoned from the clock (no boot id) moves when the clock is set: this close, it is the same boot. */
 const BOOT_TIME_SLACK_S = 5
 
@@ -196,9 +228,53 @@ interface ItemName {
   until: number
 }
 
+/** A journal this store appends to (see file-push-journal.ts), as its memory holds it: what it holds is this store's to send. */
+interface OwnJournal {
+  dirName: string
+  /** Its notifications not yet done, by key, in the order written. */
+  entries: Map<string, OwnEntry>
+  /** The keys of notifications sent (acked) whose done lines are not written yet: the next append carries them. */
+  sent: string[]
+  /** Bytes appended so far. */
+  bytes: number
+  /** When it was last appended to (ms since the epoch). */
+  lastAppend: number
+  /** Appended to since its last fsync; `fresh`: the file may be new since its directory's last fsync. */
+  unsynced: boolean
+  fresh: boolean
+  /** Appends of new notifications under way: it is not removed meanwhile. */
+  appending: number
+  /** Its removal (emptied, unused for SETTLE_MS), under way: the next notification waits for it, and starts a new one. */
+  removing?: Promise<void>
+}
+
+interface OwnEntry extends JournalEntry {
+  /** Held until then (a claim's lease, or Infinity while it is being written out or marked done); 0 when free. */
+  heldUntil: number
+  /** The claim that holds it (its token names it); 0 when none. */
+  hold: number
+}
+
+/** A notification of a journal, as a listing of its Task directory sees it. */
+interface JournalItem {
+  seq: number
+  configFile: string
+  key: string
+  item: PushOutboxItem
+  journal: JournalName
+  /** This store's entry, when the journal is its own. */
+  own?: OwnEntry
+}
+
+/** A notification as a claim lists it: a file of its own, or a journal's. */
+type ListedItem = ItemName | JournalItem
+
 let tmpCounter = 0
 
 const STORE = "FileTaskStore"
+
+/** The writers of this process's stores: a journal named with this process's pid and another writer is a dead one's (its pid reused). */
+const liveWriters = new Set<string>()
 
 export class FilePushStore implements PushStore {
   readonly root: string
@@ -228,9 +304,19 @@ export class FilePushStore implements PushStore {
   private settleAll = false
   /** Whether `.push` was there when the store opened: only then may a recovery be due. */
   private rooted = false
+  /** This store's journals, by Task directory. */
+  private readonly journals = new Map<string, OwnJournal>()
+  /** The claims holding journal notifications, by the number their token names. */
+  private readonly journalHolds = new Map<number, { dirName: string; key: string }>()
+  private journalHoldCount = 0
+  /** When this store's claims last ran (ms since the epoch). */
+  private lastClaim = -Infinity
+  /** The timer that writes the done lines of sent journal notifications no append carried. */
+  private sentFlush: NodeJS.Timeout | undefined
 
   constructor(private readonly host: FilePushHost) {
     this.root = path.join(host.dir, ".push")
+    liveWriters.add(this.writer)
   }
 
   /** Reads which Tasks have push directories, and watches for more; part of the store's opening. */
@@ -313,12 +399,18 @@ export class FilePushStore implements PushStore {
     if (records.length === 0) return
     const items = names.flatMap(itemName)
     const dead = new Set(names.flatMap(deadLetterKey))
+    // In a journal, whole, or marked done there (sent, given up on, written out as a file of its own).
+    const journaled = new Set<string>()
+    for (const journal of names.flatMap(journalName)) {
+      const { open, done } = readJournal((await this.readText(path.join(dir, journal.name))) ?? "")
+      for (const key of [...open.keys(), ...done]) journaled.add(key)
+    }
     let snapshot: A2ATask | undefined
     let wrote = false
     for (const record of records) {
       const configFile = configFileName(record.configId)
       // Its config deleted (its notifications go with it), or given up on (a dead letter is synced): nothing to send.
-      if (!configs.has(configFile) || dead.has(record.key)) continue
+      if (!configs.has(configFile) || dead.has(record.key) || journaled.has(record.key)) continue
       const copies = items.filter((item) => item.seq === record.seq && item.pid === record.pid && item.configFile === configFile)
       // Written anew after a failed attempt (synced), or gone after it was durable (sent).
       if (copies.some((copy) => copy.attempts > 0) || (copies.length === 0 && durable(record))) continue
@@ -369,7 +461,7 @@ export class FilePushStore implements PushStore {
     this.settleTimer = undefined
     const all = this.settleAll
     this.settleAll = false
-    if (this.lastWritten === undefined || (this.lastWritten < this.settledBefore && this.unsettled.size === 0)) return
+    if (this.lastWritten === undefined || (this.lastWritten < this.settledBefore && this.unsettled.size === 0 && this.journals.size === 0)) return
     let upTo = all ? Date.now() : Date.now() - SETTLE_MS
     for (const { now } of this.preparing) upTo = Math.min(upTo, now)
     const files = [...this.unsettled].filter(([, entry]) => entry.at < upTo)
@@ -383,6 +475,7 @@ export class FilePushStore implements PushStore {
         else if (synced === "moving") left.push([file, entry])
       })
       await mapLimited([...dirs], READERS, (dirName) => this.syncDir(path.join(this.root, dirName)))
+      await this.settleJournals(upTo)
       for (const [, entry] of left) upTo = Math.min(upTo, entry.at)
       const bootDir = path.join(this.root, BOOT_DIR)
       await this.writeReplacing(bootDir, MARK + this.writer, String(upTo))
@@ -394,7 +487,13 @@ export class FilePushStore implements PushStore {
       if (!isMissing(err)) this.host.report(err, "push")
     }
     for (const [file, entry] of left) if (!this.unsettled.has(file)) this.unsettled.set(file, entry)
-    if (this.unsettled.size > 0 || this.lastWritten >= upTo) this.scheduleSettle()
+    if (all) {
+      // Nothing is left to write after close: the done lines waiting for an append are written now.
+      clearTimeout(this.sentFlush)
+      await this.flushSent()
+    }
+    await this.compactJournals(all ? Infinity : upTo)
+    if (this.unsettled.size > 0 || this.lastWritten >= upTo || this.journals.size > 0) this.scheduleSettle()
   }
 
   private scheduleSettle(): void {
@@ -526,6 +625,8 @@ export class FilePushStore implements PushStore {
       // The config first: a crash midway leaves notifications of no config, which are never sent.
       for (const config of names.flatMap(configName)) if (config.configFile === configFile) await this.remove(path.join(dir, config.name))
       for (const item of names.flatMap(itemName)) if (item.configFile === configFile) await this.remove(path.join(dir, item.name))
+      const own = this.journals.get(path.basename(dir))
+      if (own !== undefined) await this.finish(own, [...own.entries.values()].flatMap((entry) => (entry.configFile === configFile ? [entry.item.key] : [])))
     })
   }
 
@@ -569,20 +670,26 @@ export class FilePushStore implements PushStore {
     const stored = storedText === undefined ? undefined : parseStoredTask(storedText, STORE, `task file of ${JSON.stringify(taskId.slice(0, 128))}`)
     const storedSeq = pushSeqOf(stored)
     const items = names.flatMap(itemName)
+    const journaled = await this.journalItems(dirName, dir, names)
     // In this write order no other save of ours is under way: above the stored seq, ours are from saves that failed.
     const orphans = items.filter((item) => item.seq > storedSeq && (item.pid === process.pid || !isProcessAlive(item.pid)))
     for (const orphan of orphans) await this.remove(path.join(dir, orphan.name))
+    const own = this.journals.get(dirName)
+    if (own !== undefined) await this.finish(own, journaled.flatMap((item) => (item.own !== undefined && item.seq > storedSeq ? [item.key] : [])))
     const task = withoutPushPending(JSON.parse(text) as A2ATask)
-    const earlier = await this.stillPending(dir, items, stored, storedText?.length ?? 0)
+    const earlier = await this.stillPending(dir, items, journaled, stored, storedText?.length ?? 0)
     const configs = events.length === 0 ? [] : await this.configsIn(dir, names)
     if (configs.length === 0) return { task: withPushRecord(task, storedSeq, earlier), written: 0, undo: async () => {}, landed: () => {} }
-    const first = Math.max(storedSeq, ...items.map((item) => item.seq)) + 1
+    const first = Math.max(storedSeq, ...items.map((item) => item.seq), ...journaled.map((item) => item.seq)) + 1
+    const journal = await this.journalFor(dirName, now)
     const written: string[] = []
+    const entries: OwnEntry[] = []
     const undo = async () => {
       for (const file of written) {
         this.unsettled.delete(file)
         await this.remove(file).catch(() => {})
       }
+      if (journal !== undefined) await this.finish(journal, entries.map((entry) => entry.item.key)).catch(() => {})
     }
     const pending = [...earlier]
     try {
@@ -591,25 +698,37 @@ export class FilePushStore implements PushStore {
         const reported: PushEvent = eventText === undefined ? { ...kind, task } : reportedEvent(eventText)
         for (const config of configs) {
           const item = newOutboxItem(taskId, config.id, first + i, reported, now)
-          const name = itemFileName(item.seq, process.pid, 0, configFileName(config.id))
-          const file = path.join(dir, name)
-          const itemText = JSON.stringify(item)
-          await this.writeUnsynced(file, itemText)
-          written.push(file)
-          this.remember(file, item, itemText)
-          this.unsettled.set(file, { dirName, name, at: now })
+          const configFile = configFileName(config.id)
+          if (journal !== undefined) entries.push({ item, configFile, heldUntil: 0, hold: 0 })
+          else {
+            const name = itemFileName(item.seq, process.pid, 0, configFile)
+            const file = path.join(dir, name)
+            const itemText = JSON.stringify(item)
+            await this.writeUnsynced(file, itemText)
+            written.push(file)
+            this.remember(file, item, itemText)
+            this.unsettled.set(file, { dirName, name, at: now })
+          }
           // The Task saved is left out of the record: it is the record's own.
           pending.push({ pid: process.pid, by: this.writer, key: item.key, configId: config.id, seq: item.seq, at: now, event: eventText === undefined ? kind : reported })
         }
       }
+      if (journal !== undefined) {
+        // One append for the save's notifications; a claim finds them once it is done (and their save landed).
+        await this.append(journal, entries.map(entryLine).join(""))
+        for (const entry of entries) journal.entries.set(entry.item.key, entry)
+      }
     } catch (err) {
+      entries.length = 0
       await undo()
       throw err
+    } finally {
+      if (journal !== undefined) journal.appending--
     }
     this.lastWritten = now
     this.scheduleSettle()
     const seq = first + events.length - 1
-    return { task: withPushRecord(task, seq, pending), written: written.length, undo, landed: () => this.markDue(dirName, seq) }
+    return { task: withPushRecord(task, seq, pending), written: written.length + entries.length, undo, landed: () => this.markDue(dirName, seq) }
   }
 
   /**
@@ -620,19 +739,28 @@ export class FilePushStore implements PushStore {
    * MAX_CARRIED_BYTES, their files are made durable here instead, and only
    * those that kept moving are carried.
    */
-  private async stillPending(dir: string, items: readonly ItemName[], stored: A2ATask | undefined, storedBytes: number): Promise<PendingPush[]> {
+  private async stillPending(dir: string, items: readonly ItemName[], journaled: readonly JournalItem[], stored: A2ATask | undefined, storedBytes: number): Promise<PendingPush[]> {
     const recorded = pushPendingOf(stored)
     if (recorded.length === 0) return []
     const unsynced = new Map<string, ItemName>()
     for (const item of items) if (item.attempts === 0) unsynced.set(item.base, item)
+    const inJournal = new Map(journaled.map((item) => [item.key, item]))
     const nameOf = (record: PendingPush) => itemFileName(record.seq, record.pid, 0, configFileName(record.configId))
-    let carried = recorded.filter((record) => unsynced.has(nameOf(record)) && !(record.by === this.writer && record.at < this.settledBefore))
+    let carried = recorded.filter(
+      (record) => (unsynced.has(nameOf(record)) || inJournal.has(record.key)) && !(record.by === this.writer && record.at < this.settledBefore),
+    )
     if (carried.length > 0 && (carried.length > MAX_CARRIED || storedBytes > MAX_CARRIED_BYTES)) {
       const moving: PendingPush[] = []
+      const journals = new Map<string, PendingPush[]>()
       for (const record of carried) {
-        const item = unsynced.get(nameOf(record))!
-        if ((await this.syncItem(dir, item.name, item.base)) === "moving") moving.push(record)
+        const item = unsynced.get(nameOf(record))
+        if (item === undefined) {
+          const name = inJournal.get(record.key)!.journal.name
+          journals.set(name, [...(journals.get(name) ?? []), record])
+        } else if ((await this.syncItem(dir, item.name, item.base)) === "moving") moving.push(record)
       }
+      // A journal taken over meanwhile: its notifications are written out as files of their own, and carried until then.
+      for (const [name, records] of journals) if (!(await this.syncFile(path.join(dir, name)))) moving.push(...records)
       await this.syncDir(dir)
       carried = moving
     }
@@ -645,12 +773,15 @@ export class FilePushStore implements PushStore {
     const dirName = taskFileName(taskId)
     this.known.delete(dirName)
     this.due.delete(dirName)
+    this.journals.delete(dirName)
+    for (const [hold, place] of this.journalHolds) if (place.dirName === dirName) this.journalHolds.delete(hold)
     await this.host.fs.rm(path.join(this.root, dirName), { force: true, recursive: true })
   }
 
   async claim(instance: string, limit: number, leaseMs: number, now: number): Promise<PushClaim[]> {
     assertClaimArgs(STORE, instance, limit, leaseMs, now)
     await this.host.open()
+    this.lastClaim = Date.now()
     const full = now - this.lastFullScan >= FULL_SCAN_MS || now < this.lastFullScan
     if (full) this.lastFullScan = now
     const dirs = full ? await this.taskDirs() : [...this.due].flatMap(([dirName, due]) => (due.at <= now ? [dirName] : []))
@@ -725,27 +856,82 @@ export class FilePushStore implements PushStore {
     room: () => boolean,
   ): Promise<{ claims: PushClaim[]; nextLook?: number; landed: number; waiting?: boolean }> {
     const dir = path.join(this.root, dirName)
-    const names = await this.names(dir)
-    // A notification written anew (a failed attempt) whose old name a crash left: the newer one counts.
-    const items = names.flatMap(itemName).sort((a, b) => a.seq - b.seq || b.attempts - a.attempts)
+    let names = await this.names(dir)
+    let journaled = await this.journalItems(dirName, dir, names)
     let landed = this.due.get(dirName)?.landed ?? 0
-    if (items.length === 0) return { claims: [], landed }
+    const others = names.flatMap(journalName).filter((journal) => !this.isOwn(journal))
+    if (journaled.length === 0 && others.length === 0 && !names.some((name) => name.startsWith(ITEM))) return { claims: [], landed }
     const taskId = idFromFileName(dirName) ?? (await this.taskIdIn(dir, names))
     if (taskId === undefined || taskFileName(taskId) !== dirName) return { claims: [], landed }
+    // The journals of stores that are gone are taken over first: their notifications are files of their own then.
+    const gone = await this.goneJournals(dir, others)
+    if (gone.length > 0) {
+      for (const journal of gone) await this.takeOver(dir, taskId, journal)
+      names = await this.names(dir)
+      journaled = await this.journalItems(dirName, dir, names)
+    }
+    // A notification written anew (a failed attempt) whose old name a crash left: the newer one counts.
+    const items: ListedItem[] = [...names.flatMap(itemName), ...journaled].sort((a, b) => a.seq - b.seq || attemptsOf(b) - attemptsOf(a))
+    if (items.length === 0) return { claims: [], landed }
     // The Task is read only for a notification above what this process saw saved.
     if (items.some((item) => item.seq > landed)) landed = Math.max(landed, pushSeqOf(await this.host.stored(taskId)))
-    const heads = new Map<string, ItemName>()
+    const heads = new Map<string, ListedItem>()
     for (const item of items) if (!heads.has(item.configFile)) heads.set(item.configFile, item)
     const configNames = currentConfigs(names)
     const claims: PushClaim[] = []
     let nextLook = Infinity
     let waiting = false
     const lookAt = (at: number) => (nextLook = Math.min(nextLook, at))
-    const behind = (head: ItemName) => items.some((other) => other !== head && other.configFile === head.configFile)
+    const behind = (head: ListedItem) => items.some((other) => other !== head && other.configFile === head.configFile)
+    const dropChannel = async (configFile: string) => {
+      for (const orphan of items) if (orphan.configFile === configFile && !isJournaled(orphan)) await this.remove(path.join(dir, orphan.name))
+      const own = this.journals.get(dirName)
+      if (own !== undefined) await this.finish(own, [...own.entries.values()].flatMap((entry) => (entry.configFile === configFile ? [entry.item.key] : [])))
+    }
     for (const head of heads.values()) {
       if (!room() || claims.length >= limit) {
         lookAt(now)
         break
+      }
+      if (isJournaled(head)) {
+        const { own } = head
+        if (own === undefined) {
+          // Another store's, to send while it lives. With a notification behind it, a look now and then sees when the
+          // channel moves on; else the next full scan does.
+          if (behind(head)) {
+            waiting = true
+            lookAt(now + UNLANDED_RECHECK_MS)
+          }
+          continue
+        }
+        if (head.seq > landed) {
+          // Its save is under way: landing marks the directory; one that fails takes it back.
+          lookAt(now + ABANDONED_PUSH_ITEM_MS)
+          continue
+        }
+        if (own.heldUntil > now) {
+          waiting ||= behind(head)
+          lookAt(own.heldUntil)
+          continue
+        }
+        if (leaseEnded(own, now)) {
+          // Its claim's lease ran out unsettled (the instance that held it stopped): out of the journal, any store's
+          // claims take it over, as they take over a file whose hold ran out.
+          await this.writeOutEntries(this.journals.get(dirName)!, [own])
+          lookAt(now)
+          continue
+        }
+        const config = await this.currentConfig(dir, configNames, head.configFile)
+        if (config === undefined) {
+          await dropChannel(head.configFile)
+          continue
+        }
+        own.heldUntil = now + leaseMs
+        own.hold = ++this.journalHoldCount
+        this.journalHolds.set(own.hold, { dirName, key: head.key })
+        lookAt(now + leaseMs)
+        claims.push({ item: own.item, config, token: `${dirName}/${JOURNAL_HOLD}${own.hold}/${behind(head) ? 1 : 0}` })
+        continue
       }
       if (head.seq > landed) {
         // Its save has not landed: under way (this process's marks the directory when it lands), or never to land
@@ -764,7 +950,7 @@ export class FilePushStore implements PushStore {
       }
       if (!configNames.has(head.configFile) && !(await this.configName(dir, head.configFile))) {
         // Its config was deleted (a delete removes the config first, then its notifications): they go with it.
-        for (const orphan of items) if (orphan.configFile === head.configFile) await this.remove(path.join(dir, orphan.name))
+        await dropChannel(head.configFile)
         continue
       }
       const held = `${head.base}~${timeInName(now + leaseMs)}~${this.writer}${(++this.holdCount % HOLD_COUNT_WRAP).toString(36)}`
@@ -776,18 +962,13 @@ export class FilePushStore implements PushStore {
       // An older copy of this very notification (its retry's rewrite was cut short). Not one of the same seq by another
       // process: two processes saving the Task at once each wrote their own, and both are sent.
       for (const older of items) {
+        if (isJournaled(older)) continue
         if (older.configFile === head.configFile && older.seq === head.seq && older.pid === head.pid && older.attempts < head.attempts) {
           await this.remove(path.join(dir, older.name))
         }
       }
       const item = await this.record<PushOutboxItem>(path.join(dir, head.base), path.join(dir, held))
-      // Read as listed; replaced since (a put writes the next version, then removes the one before): the current one.
-      const listed = configNames.get(head.configFile)
-      let config = listed === undefined ? undefined : await this.record<PushConfigRecord>(path.join(dir, listed))
-      if (config === undefined) {
-        const current = await this.configName(dir, head.configFile)
-        if (current !== undefined) config = await this.record<PushConfigRecord>(path.join(dir, current))
-      }
+      const config = await this.currentConfig(dir, configNames, head.configFile)
       // Whether the channel had more: then settling this one makes the directory due again.
       const more = behind(head)
       if (item === undefined || config === undefined) {
@@ -812,7 +993,22 @@ export class FilePushStore implements PushStore {
     return { claims, nextLook, landed, waiting }
   }
 
+  /** A config as a listing named it; replaced since (a put writes the next version, then removes the one before): the current one. */
+  private async currentConfig(dir: string, configNames: Map<string, string>, configFile: string): Promise<PushConfigRecord | undefined> {
+    const listed = configNames.get(configFile)
+    const config = listed === undefined ? undefined : await this.record<PushConfigRecord>(path.join(dir, listed))
+    if (config !== undefined) return config
+    const current = await this.configName(dir, configFile)
+    return current === undefined ? undefined : await this.record<PushConfigRecord>(path.join(dir, current))
+  }
+
   async ack(claim: PushClaim): Promise<void> {
+    const journaled = this.journalClaim(claim)
+    if (journaled !== undefined) {
+      if (journaled.entry !== undefined) this.markSent(journaled.journal!, journaled.entry)
+      this.settled(journaled.dirName, journaled.more)
+      return
+    }
     const { dir, held, more } = this.placeOf(claim)
     // Held by another claim since this one's lease ran out, it is left to that claim: sent again, at least once.
     await this.remove(path.join(dir, held.name))
@@ -822,11 +1018,26 @@ export class FilePushStore implements PushStore {
   }
 
   async retryLater(claim: PushClaim, notBefore: number, error: string): Promise<void> {
+    const next = retried(claim.item, notBefore, String(error))
+    const text = JSON.stringify(next)
+    const journaled = this.journalClaim(claim)
+    if (journaled !== undefined) {
+      const { entry, journal, dirName } = journaled
+      if (entry === undefined) return
+      // Out of the journal into a file of its own, durably, then marked done there: a crash between leaves both, and a
+      // take-over's copy has fewer attempts.
+      const dir = path.join(this.root, dirName)
+      const base = itemFileName(entry.item.seq, process.pid, 1, entry.configFile)
+      await this.writeReplacing(dir, `${base}~${timeInName(notBefore)}~${WAITING}`, text)
+      await this.syncDir(dir)
+      this.remember(path.join(dir, base), next, text)
+      await this.finish(journal!, [entry.item.key])
+      this.markDue(dirName)
+      return
+    }
     const { dir, held } = this.placeOf(claim)
     if (!(await this.holds(claim))) return
-    const next = retried(claim.item, notBefore, String(error))
     const base = itemFileName(held.seq, held.pid, held.attempts + 1, held.configFile)
-    const text = JSON.stringify(next)
     // The new name first, durably (the old file may not be: see the header): a crash between leaves both, and a claim
     // takes the one with more attempts.
     await this.writeReplacing(dir, `${base}~${timeInName(notBefore)}~${WAITING}`, text)
@@ -839,9 +1050,20 @@ export class FilePushStore implements PushStore {
   }
 
   async deadLetter(claim: PushClaim, reason: string, attempts?: number): Promise<void> {
+    const dead = deadLetterOf(claim.item, String(reason), Date.now(), attempts)
+    const journaled = this.journalClaim(claim)
+    if (journaled !== undefined) {
+      const { entry, journal, dirName } = journaled
+      if (entry === undefined) return
+      const dir = path.join(this.root, dirName)
+      await this.writeReplacing(dir, `${DEAD}${padded(dead.deadAt)}-${dead.key}.json`, JSON.stringify(dead))
+      await this.syncDir(dir)
+      await this.finish(journal!, [entry.item.key])
+      this.markDue(dirName)
+      return
+    }
     const { dir, held } = this.placeOf(claim)
     if (!(await this.holds(claim))) return
-    const dead = deadLetterOf(claim.item, String(reason), Date.now(), attempts)
     await this.writeReplacing(dir, `${DEAD}${padded(dead.deadAt)}-${dead.key}.json`, JSON.stringify(dead))
     await this.syncDir(dir)
     await this.remove(path.join(dir, held.name))
@@ -908,12 +1130,14 @@ export class FilePushStore implements PushStore {
       const names = await this.names(dir)
       // A notification written anew (a failed attempt) whose old name a crash left: the newer one counts, as in a claim.
       const items = names.flatMap(itemName).sort((a, b) => a.seq - b.seq || b.attempts - a.attempts)
-      if (items.length === 0) return undefined
       const configs = currentConfigs(names)
+      // A journal's notifications are all at hand: the oldest of them is its channels' heads'.
+      const journaled = (await this.journalItems(dirName, dir, names)).filter((item) => configs.has(item.configFile))
+      if (items.length === 0 && journaled.length === 0) return undefined
       const heads = new Map<string, ItemName>()
       for (const item of items) if (configs.has(item.configFile) && !heads.has(item.configFile)) heads.set(item.configFile, item)
       let landed = this.due.get(dirName)?.landed ?? 0
-      if ([...heads.values()].some((head) => head.seq > landed)) {
+      if ([...heads.values(), ...journaled].some((head) => head.seq > landed)) {
         const taskId = idFromFileName(dirName) ?? (await this.taskIdIn(dir, names))
         if (taskId === undefined || taskFileName(taskId) !== dirName) return undefined
         landed = Math.max(landed, pushSeqOf(await this.host.stored(taskId)))
@@ -922,6 +1146,7 @@ export class FilePushStore implements PushStore {
         if (due !== undefined) due.landed = Math.max(due.landed, landed)
       }
       let oldest: number | undefined
+      for (const { seq, item } of journaled) if (seq <= landed && (oldest === undefined || item.enqueuedAt < oldest)) oldest = item.enqueuedAt
       let moved = false
       for (const head of heads.values()) {
         if (head.seq > landed) continue
@@ -963,9 +1188,278 @@ export class FilePushStore implements PushStore {
 
   /** Ends the claim's hold (unless another claim took it over since); the channel's next claim may be due. */
   private async release(claim: PushClaim): Promise<void> {
+    const journaled = this.journalClaim(claim)
+    if (journaled !== undefined) {
+      if (journaled.entry !== undefined) {
+        journaled.entry.heldUntil = 0
+        journaled.entry.hold = 0
+      }
+      this.journalHolds.delete(journaled.hold)
+      this.markDue(journaled.dirName)
+      return
+    }
     const { dir, held } = this.placeOf(claim)
     if (await this.renamed(dir, held.name, held.base)) this.moved(dir, held.base, held.base)
     this.markDue(path.basename(dir))
+  }
+
+  /**
+   * The store's journal of the Task directory, for a save's new
+   * notifications, reserved (its `appending` counted: the caller ends it):
+   * undefined when they get files of their own (this store does not send,
+   * the file system layer cannot append, or the journal is full).
+   */
+  private async journalFor(dirName: string, now: number): Promise<OwnJournal | undefined> {
+    if (this.host.fs.appendFile === undefined || now - this.lastClaim > SENDING_MS) return undefined
+    let journal = this.journals.get(dirName)
+    while (journal?.removing !== undefined) {
+      await journal.removing.catch(() => {})
+      journal = this.journals.get(dirName)
+    }
+    if (journal === undefined) {
+      journal = { dirName, entries: new Map(), sent: [], bytes: 0, lastAppend: 0, unsynced: false, fresh: true, appending: 0 }
+      this.journals.set(dirName, journal)
+    }
+    if (journal.bytes >= MAX_JOURNAL_BYTES) return undefined
+    journal.appending++
+    return journal
+  }
+
+  private journalFile(journal: OwnJournal): string {
+    return path.join(this.root, journal.dirName, journalFileName(process.pid, this.writer))
+  }
+
+  /** Appends `data` to the journal, after the done lines of the notifications sent since its last append. */
+  private async append(journal: OwnJournal, data: string): Promise<void> {
+    const sent = journal.sent
+    journal.sent = []
+    const text = sent.map(doneLine).join("") + data
+    try {
+      await this.host.fs.appendFile!(this.journalFile(journal), text, "utf8")
+    } catch (err) {
+      journal.sent = [...sent, ...journal.sent]
+      throw err
+    }
+    journal.bytes += Buffer.byteLength(text)
+    journal.lastAppend = Date.now()
+    journal.unsynced = true
+  }
+
+  /**
+   * A journal notification was sent: forgotten at once, its done line left
+   * to the journal's next append (within SENT_FLUSH_MS). Until it is
+   * written, other stores see the notification pending (their claims wait
+   * behind it), and a take-over after this process died sends it again,
+   * under its key.
+   */
+  private markSent(journal: OwnJournal, entry: OwnEntry): void {
+    this.forget(journal, [entry])
+    journal.sent.push(entry.item.key)
+    this.sentFlush ??= setTimeout(() => void this.flushSent(), SENT_FLUSH_MS).unref()
+  }
+
+  private async flushSent(): Promise<void> {
+    this.sentFlush = undefined
+    for (const journal of this.journals.values()) {
+      if (journal.sent.length === 0 || journal.removing !== undefined) continue
+      journal.appending++
+      try {
+        await this.append(journal, "")
+      } catch (err) {
+        // Its Task deleted: nothing to mark. Else the next append tries again.
+        if (isMissing(err)) journal.sent = []
+        else this.host.report(err, "push")
+      } finally {
+        journal.appending--
+      }
+    }
+  }
+
+  /** Marks the journal's notifications of `keys` done (one append), then forgets them; no claim takes them meanwhile. */
+  private async finish(journal: OwnJournal, keys: readonly string[]): Promise<void> {
+    const entries = keys.flatMap((key) => journal.entries.get(key) ?? [])
+    if (entries.length === 0) return
+    const before = entries.map((entry) => entry.heldUntil)
+    for (const entry of entries) entry.heldUntil = Infinity
+    try {
+      await this.append(journal, entries.map((entry) => doneLine(entry.item.key)).join(""))
+    } catch (err) {
+      // Its directory gone (its Task deleted): nothing is left to mark.
+      if (!isMissing(err)) {
+        entries.forEach((entry, i) => (entry.heldUntil = before[i]))
+        throw err
+      }
+    }
+    this.forget(journal, entries)
+  }
+
+  private forget(journal: OwnJournal, entries: readonly OwnEntry[]): void {
+    for (const entry of entries) {
+      if (entry.hold !== 0) this.journalHolds.delete(entry.hold)
+      journal.entries.delete(entry.item.key)
+    }
+  }
+
+  /** The journal notifications of a Task directory not yet done: this store's from its memory, other stores' read from their files. */
+  private async journalItems(dirName: string, dir: string, names: readonly string[]): Promise<JournalItem[]> {
+    const found: JournalItem[] = []
+    const own = this.journals.get(dirName)
+    if (own !== undefined) {
+      const journal = { name: journalFileName(process.pid, this.writer), pid: process.pid, writer: this.writer }
+      for (const entry of own.entries.values()) found.push({ seq: entry.item.seq, configFile: entry.configFile, key: entry.item.key, item: entry.item, journal, own: entry })
+    }
+    for (const journal of names.flatMap(journalName)) {
+      if (this.isOwn(journal)) continue
+      const text = await this.readText(path.join(dir, journal.name))
+      if (text === undefined) continue
+      for (const { item, configFile } of readJournal(text).open.values()) found.push({ seq: item.seq, configFile, key: item.key, item, journal })
+    }
+    return found
+  }
+
+  /**
+   * Of other stores' journals, those whose stores are gone: the process
+   * died, or (a pid used again) the journal lay untouched longer than any
+   * save or send takes; and those whose take-over a process began and did
+   * not end (it died, or it is this one: a take-over done twice writes the
+   * same files).
+   */
+  private async goneJournals(dir: string, others: readonly JournalName[]): Promise<JournalName[]> {
+    const gone: JournalName[] = []
+    for (const journal of others) {
+      const alive = journal.taker === undefined ? writerAlive(journal) : journal.taker !== process.pid && isProcessAlive(journal.taker)
+      if (!alive || Date.now() - (await this.mtime(path.join(dir, journal.name))) > ABANDONED_PUSH_ITEM_MS) gone.push(journal)
+    }
+    return gone
+  }
+
+  /** Whether the journal is this store's own (not one taken over). */
+  private isOwn(journal: JournalName): boolean {
+    return journal.writer === this.writer && journal.pid === process.pid && journal.taker === undefined
+  }
+
+  /**
+   * Takes over the journal of a store that is gone (see
+   * file-push-journal.ts): its notifications whose saves landed are written
+   * out as files of their own, durably, any store's to claim; then it is
+   * removed. Another store that took it first has it.
+   */
+  private async takeOver(dir: string, taskId: string, journal: JournalName): Promise<void> {
+    const taken = takenJournalName(journal, process.pid)
+    if (taken !== journal.name && !(await this.renamed(dir, journal.name, taken))) return
+    const text = await this.readText(path.join(dir, taken))
+    if (text !== undefined) {
+      const seq = pushSeqOf(await this.host.stored(taskId))
+      // Above the stored seq: its save never landed (its writer is gone), nothing to send.
+      for (const { item, configFile } of readJournal(text).open.values()) {
+        if (item.seq <= seq) await this.writeOut(dir, itemFileName(item.seq, journal.pid, 0, configFile), item)
+      }
+      await this.syncDir(dir)
+    }
+    await this.remove(path.join(dir, taken))
+    this.markDue(path.basename(dir))
+  }
+
+  /** Writes a journal's notification as a file of its own, durably (its directory is the caller's to sync); a copy of it already there is replaced. */
+  private async writeOut(dir: string, name: string, item: PushOutboxItem): Promise<void> {
+    const text = JSON.stringify(item)
+    await this.writeReplacing(dir, name, text)
+    this.remember(path.join(dir, name), item, text)
+  }
+
+  /** Where a claim of a journal notification is; undefined for a claim of a file. `entry`: the notification, while the claim still holds it. */
+  private journalClaim(claim: PushClaim): { dirName: string; hold: number; more: boolean; journal?: OwnJournal; entry?: OwnEntry } | undefined {
+    const [dirName, heldName, more, ...rest] = String(claim?.token).split("/")
+    if (heldName === undefined || !heldName.startsWith(JOURNAL_HOLD)) return undefined
+    const hold = Number(heldName.slice(JOURNAL_HOLD.length))
+    if (rest.length > 0 || !Number.isSafeInteger(hold) || hold <= 0 || (more !== "0" && more !== "1") || dirName !== taskFileName(claim.item.taskId)) {
+      throw new TypeError(`${STORE}.push: the claim's token is not one this store gave`)
+    }
+    const place = this.journalHolds.get(hold)
+    const journal = place === undefined ? undefined : this.journals.get(place.dirName)
+    const entry = place === undefined ? undefined : journal?.entries.get(place.key)
+    return { dirName, hold, more: more === "1", journal, entry: entry?.hold === hold ? entry : undefined }
+  }
+
+  /**
+   * Part of a settle: writes out, durably, the journal notifications older
+   * than `upTo` no claim holds (this store may no longer send: any store's
+   * claims find them then), and makes durable the journals that still hold
+   * notifications older than that (held by claims).
+   */
+  private async settleJournals(upTo: number): Promise<void> {
+    for (const journal of [...this.journals.values()]) {
+      const dir = path.join(this.root, journal.dirName)
+      try {
+        const now = Date.now()
+        const out = [...journal.entries.values()].filter((entry) => (entry.heldUntil === 0 && entry.item.enqueuedAt < upTo) || leaseEnded(entry, now))
+        if (out.length > 0) await this.writeOutEntries(journal, out)
+        if (journal.unsynced && [...journal.entries.values()].some((entry) => entry.item.enqueuedAt < upTo)) {
+          journal.unsynced = false
+          try {
+            await this.syncFile(this.journalFile(journal))
+            if (journal.fresh) await this.syncDir(dir)
+            journal.fresh = false
+          } catch (err) {
+            journal.unsynced = true
+            throw err
+          }
+        }
+      } catch (err) {
+        if (!isMissing(err)) throw err
+        // Its Task deleted (by another process): nothing of it is left to send.
+        if (this.journals.get(journal.dirName) === journal) this.journals.delete(journal.dirName)
+      }
+    }
+  }
+
+  /**
+   * Writes the journal's `entries` out as files of their own, durably, any
+   * store's to claim, and marks them done in the journal.
+   */
+  private async writeOutEntries(journal: OwnJournal, entries: readonly OwnEntry[]): Promise<void> {
+    const dir = path.join(this.root, journal.dirName)
+    const before = entries.map((entry) => entry.heldUntil)
+    for (const entry of entries) entry.heldUntil = Infinity
+    try {
+      for (const entry of entries) await this.writeOut(dir, itemFileName(entry.item.seq, process.pid, 0, entry.configFile), entry.item)
+      await this.syncDir(dir)
+    } catch (err) {
+      entries.forEach((entry, i) => (entry.heldUntil = before[i]))
+      throw err
+    }
+    // Written out: a done mark that fails to land only lets a take-over write them out again.
+    await this.finish(journal, entries.map((entry) => entry.item.key)).catch(() => this.forget(journal, entries))
+    this.markDue(journal.dirName)
+  }
+
+  /** Removes the store's journals that hold nothing and were last appended to before `before`. */
+  private async compactJournals(before: number): Promise<void> {
+    for (const journal of [...this.journals.values()]) {
+      if (journal.entries.size > 0 || journal.appending > 0 || journal.removing !== undefined || journal.lastAppend >= before) continue
+      // Everything in it is done: the done lines not written yet go with it.
+      journal.sent = []
+      journal.removing = this.remove(this.journalFile(journal)).finally(() => {
+        if (this.journals.get(journal.dirName) === journal) this.journals.delete(journal.dirName)
+      })
+      await journal.removing.catch((err: unknown) => this.host.report(err, "push"))
+    }
+  }
+
+  /** Makes a file durable; false when it is gone. */
+  private async syncFile(file: string): Promise<boolean> {
+    try {
+      const handle = await this.host.fs.open(file, "r")
+      try {
+        await handle.sync()
+      } finally {
+        await handle.close()
+      }
+      return true
+    } catch (err) {
+      if (isMissing(err)) return false
+      throw err
+    }
   }
 
   /** A notification this store holds or released under a new name: where settle finds it. */
@@ -1116,6 +1610,24 @@ export class FilePushStore implements PushStore {
       await handle.close()
     }
   }
+}
+
+function isJournaled(item: ListedItem): item is JournalItem {
+  return "journal" in item
+}
+
+/** Whether a claim held the journal notification and its lease ran out unsettled. */
+function leaseEnded(entry: OwnEntry, now: number): boolean {
+  return entry.hold !== 0 && entry.heldUntil <= now
+}
+
+function attemptsOf(item: ListedItem): number {
+  return isJournaled(item) ? item.item.attempts : item.attempts
+}
+
+/** Whether the store that writes a journal still runs. */
+function writerAlive(journal: JournalName): boolean {
+  return journal.pid === process.pid ? liveWriters.has(journal.writer) : isProcessAlive(journal.pid)
 }
 
 /** A Task's directory under `.push`, not the boot record's (nor a tmp file). */
