@@ -510,17 +510,7 @@ export class FilePushStore implements PushStore {
    */
   private async syncItem(dir: string, name: string, base: string): Promise<"synced" | "gone" | "moving"> {
     for (let attempt = 0; attempt < 3; attempt++) {
-      try {
-        const handle = await this.host.fs.open(path.join(dir, name), "r")
-        try {
-          await handle.sync()
-        } finally {
-          await handle.close()
-        }
-        return "synced"
-      } catch (err) {
-        if (!isMissing(err)) throw err
-      }
+      if (await this.syncFile(path.join(dir, name))) return "synced"
       const found = (await this.names(dir)).flatMap(itemName).find((item) => item.base === base)
       if (found === undefined) return "gone"
       name = found.name
@@ -625,9 +615,14 @@ export class FilePushStore implements PushStore {
       // The config first: a crash midway leaves notifications of no config, which are never sent.
       for (const config of names.flatMap(configName)) if (config.configFile === configFile) await this.remove(path.join(dir, config.name))
       for (const item of names.flatMap(itemName)) if (item.configFile === configFile) await this.remove(path.join(dir, item.name))
-      const own = this.journals.get(path.basename(dir))
-      if (own !== undefined) await this.finish(own, [...own.entries.values()].flatMap((entry) => (entry.configFile === configFile ? [entry.item.key] : [])))
+      await this.dropJournaled(path.basename(dir), configFile)
     })
+  }
+
+  /** Marks done the notifications this store's journal of the directory holds for a config that is gone. */
+  private async dropJournaled(dirName: string, configFile: string): Promise<void> {
+    const own = this.journals.get(dirName)
+    if (own !== undefined) await this.finish(own, [...own.entries.values()].flatMap((entry) => (entry.configFile === configFile ? [entry.item.key] : [])))
   }
 
   saveWithEvent(task: A2ATask, ...events: PushEvent[]): Promise<number> {
@@ -885,8 +880,7 @@ export class FilePushStore implements PushStore {
     const behind = (head: ListedItem) => items.some((other) => other !== head && other.configFile === head.configFile)
     const dropChannel = async (configFile: string) => {
       for (const orphan of items) if (orphan.configFile === configFile && !isJournaled(orphan)) await this.remove(path.join(dir, orphan.name))
-      const own = this.journals.get(dirName)
-      if (own !== undefined) await this.finish(own, [...own.entries.values()].flatMap((entry) => (entry.configFile === configFile ? [entry.item.key] : [])))
+      await this.dropJournaled(dirName, configFile)
     }
     for (const head of heads.values()) {
       if (!room() || claims.length >= limit) {
@@ -1024,15 +1018,10 @@ export class FilePushStore implements PushStore {
     if (journaled !== undefined) {
       const { entry, journal, dirName } = journaled
       if (entry === undefined) return
-      // Out of the journal into a file of its own, durably, then marked done there: a crash between leaves both, and a
-      // take-over's copy has fewer attempts.
-      const dir = path.join(this.root, dirName)
+      // A crash before its done line leaves both: a take-over's copy has fewer attempts.
       const base = itemFileName(entry.item.seq, process.pid, 1, entry.configFile)
-      await this.writeReplacing(dir, `${base}~${timeInName(notBefore)}~${WAITING}`, text)
-      await this.syncDir(dir)
-      this.remember(path.join(dir, base), next, text)
-      await this.finish(journal!, [entry.item.key])
-      this.markDue(dirName)
+      await this.moveOutOfJournal(dirName, journal!, entry, `${base}~${timeInName(notBefore)}~${WAITING}`, text)
+      this.remember(path.join(this.root, dirName, base), next, text)
       return
     }
     const { dir, held } = this.placeOf(claim)
@@ -1054,12 +1043,7 @@ export class FilePushStore implements PushStore {
     const journaled = this.journalClaim(claim)
     if (journaled !== undefined) {
       const { entry, journal, dirName } = journaled
-      if (entry === undefined) return
-      const dir = path.join(this.root, dirName)
-      await this.writeReplacing(dir, `${DEAD}${padded(dead.deadAt)}-${dead.key}.json`, JSON.stringify(dead))
-      await this.syncDir(dir)
-      await this.finish(journal!, [entry.item.key])
-      this.markDue(dirName)
+      if (entry !== undefined) await this.moveOutOfJournal(dirName, journal!, entry, `${DEAD}${padded(dead.deadAt)}-${dead.key}.json`, JSON.stringify(dead))
       return
     }
     const { dir, held } = this.placeOf(claim)
@@ -1279,17 +1263,12 @@ export class FilePushStore implements PushStore {
   private async finish(journal: OwnJournal, keys: readonly string[]): Promise<void> {
     const entries = keys.flatMap((key) => journal.entries.get(key) ?? [])
     if (entries.length === 0) return
-    const before = entries.map((entry) => entry.heldUntil)
-    for (const entry of entries) entry.heldUntil = Infinity
-    try {
-      await this.append(journal, entries.map((entry) => doneLine(entry.item.key)).join(""))
-    } catch (err) {
-      // Its directory gone (its Task deleted): nothing is left to mark.
-      if (!isMissing(err)) {
-        entries.forEach((entry, i) => (entry.heldUntil = before[i]))
-        throw err
-      }
-    }
+    await heldWhile(entries, () =>
+      this.append(journal, entries.map((entry) => doneLine(entry.item.key)).join("")).catch((err: unknown) => {
+        // Its directory gone (its Task deleted): nothing is left to mark.
+        if (!isMissing(err)) throw err
+      }),
+    )
     this.forget(journal, entries)
   }
 
@@ -1367,6 +1346,19 @@ export class FilePushStore implements PushStore {
     this.remember(path.join(dir, name), item, text)
   }
 
+  /**
+   * A claimed journal notification leaves the journal for the file `name`
+   * of its Task directory (its retry, its dead letter), written durably
+   * first, then marked done; the channel's next claim may be due.
+   */
+  private async moveOutOfJournal(dirName: string, journal: OwnJournal, entry: OwnEntry, name: string, text: string): Promise<void> {
+    const dir = path.join(this.root, dirName)
+    await this.writeReplacing(dir, name, text)
+    await this.syncDir(dir)
+    await this.finish(journal, [entry.item.key])
+    this.markDue(dirName)
+  }
+
   /** Where a claim of a journal notification is; undefined for a claim of a file. `entry`: the notification, while the claim still holds it. */
   private journalClaim(claim: PushClaim): { dirName: string; hold: number; more: boolean; journal?: OwnJournal; entry?: OwnEntry } | undefined {
     const [dirName, heldName, more, ...rest] = String(claim?.token).split("/")
@@ -1419,15 +1411,10 @@ export class FilePushStore implements PushStore {
    */
   private async writeOutEntries(journal: OwnJournal, entries: readonly OwnEntry[]): Promise<void> {
     const dir = path.join(this.root, journal.dirName)
-    const before = entries.map((entry) => entry.heldUntil)
-    for (const entry of entries) entry.heldUntil = Infinity
-    try {
+    await heldWhile(entries, async () => {
       for (const entry of entries) await this.writeOut(dir, itemFileName(entry.item.seq, process.pid, 0, entry.configFile), entry.item)
       await this.syncDir(dir)
-    } catch (err) {
-      entries.forEach((entry, i) => (entry.heldUntil = before[i]))
-      throw err
-    }
+    })
     // Written out: a done mark that fails to land only lets a take-over write them out again.
     await this.finish(journal, entries.map((entry) => entry.item.key)).catch(() => this.forget(journal, entries))
     this.markDue(journal.dirName)
@@ -1614,6 +1601,18 @@ export class FilePushStore implements PushStore {
 
 function isJournaled(item: ListedItem): item is JournalItem {
   return "journal" in item
+}
+
+/** Runs `work` with the journal notifications held (no claim takes them meanwhile); when it fails, they are as they were. */
+async function heldWhile(entries: readonly OwnEntry[], work: () => Promise<void>): Promise<void> {
+  const before = entries.map((entry) => entry.heldUntil)
+  for (const entry of entries) entry.heldUntil = Infinity
+  try {
+    await work()
+  } catch (err) {
+    entries.forEach((entry, i) => (entry.heldUntil = before[i]))
+    throw err
+  }
 }
 
 /** Whether a claim held the journal notification and its lease ran out unsettled. */
