@@ -4,7 +4,7 @@ import globals from "globals"
 import tseslint from "typescript-eslint"
 
 export default tseslint.config(
-  // examples/ hold the spec's three examples word for word; they are run by test/examples.test.ts, not restyled.
+  // examples/ hold the spec's three examples word for word; they are run by test/package/examples.test.ts, not restyled.
   { ignores: ["dist/", "node_modules/", ".tap/", "coverage/", ".toolnexus/", "examples/"] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,

@@ -95,7 +95,7 @@ export function hotSpotGroups(root) {
   const named = (relative, ...names) => (frame, file) => file === path.join(root, "dist", relative) && names.includes(frame.functionName)
   return [
     { name: "AbortController, AbortSignal.any, abort() on close and abort listeners (per request: plugins/jsonrpc-route.ts, jsonrpc.ts dispatch; per task: runner.ts, client.ts)", match: (_f, file) => /^node:internal\/(abort_controller|event_target|per_context\/domexception)$/.test(file) },
-    { name: "InMemoryTaskStore get/getText/save (the copies it makes)", match: named("lib/stores/memory.js", "get", "getText", "save", "list") },
+    { name: "InMemoryTaskStore get/getText/save (the copies it makes)", match: named("lib/stores/memory/store.js", "get", "getText", "save", "list") },
     { name: "rendered GetTask answers (lib/a2a/rendered.ts: lookup, or parse and render on a miss)", match: ours("lib/a2a/rendered.js") },
     { name: "wire conversion to 1.0 (lib/a2a/wire.ts)", match: ours("lib/a2a/wire.js") },
     { name: "params validation (lib/a2a/params.ts: checkDepth + ajv)", match: named("lib/a2a/params.js", "check") },
@@ -117,9 +117,9 @@ export function streamingHotSpotGroups(root) {
     ...hotSpotGroups(root),
     // JSON.stringify has no frame of its own in a V8 profile: its time is its caller's self time (writeEvents, the logs' append).
     { name: "SSE frames written (plugins/sse.ts writeEvents: JSON.stringify of each event, res.write)", match: ours("plugins/sse.js") },
-    { name: "a Task's stream (lib/a2a/task-streams.ts: live events, positions, wire form)", match: ours("lib/a2a/task-streams.js") },
-    { name: "stream events made and published (lib/a2a/events.ts)", match: ours("lib/a2a/events.js") },
-    { name: "event log: recorder and the memory store's log (event-recorder.ts, memory-events.ts)", match: ours("lib/a2a/event-recorder.js", "lib/stores/memory-events.js") },
+    { name: "a Task's stream (lib/streams/task-streams.ts: live events, positions, wire form)", match: ours("lib/streams/task-streams.js") },
+    { name: "stream events made and published (lib/streams/events.ts)", match: ours("lib/streams/events.js") },
+    { name: "event log: recorder and the memory store's log (event-recorder.ts, memory/events.ts)", match: ours("lib/streams/event-recorder.js", "lib/stores/memory/events.js") },
     { name: "node http writes (OutgoingMessage write/_send, chunked encoding)", match: (frame, file) => file === "node:_http_outgoing" },
   ]
 }

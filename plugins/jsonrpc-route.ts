@@ -1,6 +1,6 @@
 import type { FastifyRequest, RouteHandlerMethod } from "fastify"
 import type { JsonRpcDispatcher } from "../lib/a2a/jsonrpc.js"
-import { OpenStreams } from "../lib/a2a/open-streams.js"
+import { OpenStreams } from "../lib/streams/open-streams.js"
 import { logA2ARequest } from "./request-log.js"
 import { writeEvents } from "./sse.js"
 

@@ -6,7 +6,7 @@ import type { A2AOperations } from "../lib/a2a/operations.js"
 import { errorAnswer, errorForm, REQUEST_CONTENT_TYPES, REST_ROUTES, RestBinding, type RestRoute } from "../lib/a2a/rest.js"
 import type { createAuthentication } from "./authenticate.js"
 import { closeAfterRefusal, countRefusal, type A2ARouteConfig } from "./http-errors.js"
-import { OpenStreams } from "../lib/a2a/open-streams.js"
+import { OpenStreams } from "../lib/streams/open-streams.js"
 import { logA2ARequest } from "./request-log.js"
 import { writeEvents } from "./sse.js"
 

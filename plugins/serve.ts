@@ -116,7 +116,7 @@ export async function serve(addr: string, opts: ServeOptions): Promise<ServedAge
     app = Fastify({ ...common, http: timeouts.http })
   }
   try {
-    // The plugin is typed for Fastify's default server; its raw writes (SSE, a peer's close) work on HTTP/2's compat objects as well (test/https.test.ts).
+    // The plugin is typed for Fastify's default server; its raw writes (SSE, a peer's close) work on HTTP/2's compat objects as well (test/plugins/https.test.ts).
     await (app as FastifyInstance).register(toolnexusA2A, { ...opts.a2a, client: opts.client, toolkit: opts.toolkit })
     if (https) closeSessionsOnClose(app as SecureFastifyInstance)
     await app.listen({ host, port })

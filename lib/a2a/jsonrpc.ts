@@ -2,7 +2,7 @@ import type { Logger } from "../log.js"
 import type { HeaderLookup } from "../observe/propagation.js"
 import { A2AError, ErrorCode, truncate, type JsonRpcErrorObject } from "./errors.js"
 import { OPERATIONS, type A2AOperations, type OperationName } from "./operations.js"
-import type { StreamItem } from "./task-streams.js"
+import type { StreamItem } from "../streams/task-streams.js"
 import { answerVersion, codecFor, negotiateVersion, type WireCodec, type WireVersion } from "./wire.js"
 
 /**

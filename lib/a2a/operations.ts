@@ -5,10 +5,10 @@ import { tracesOnly, type Binding, type RequestFailure, type RequestObservation,
 import type { TaskStore } from "../stores/task-store.js"
 import type { A2AMessage, A2ATask, AgentCard } from "../types.js"
 import { A2AError, BINDING_ERRORS, ErrorCode, refusalReason, truncate } from "./errors.js"
-import type { EventRecorder } from "./event-recorder.js"
-import { eventQueue, type TaskEvents } from "./events.js"
+import type { EventRecorder } from "../streams/event-recorder.js"
+import { eventQueue, type TaskEvents } from "../streams/events.js"
 import { noExtendedCard } from "./extended-card.js"
-import type { StoreFollower } from "./follower.js"
+import type { StoreFollower } from "../streams/follower.js"
 import {
   inlinePushConfig,
   parseListTasksQuery,
@@ -26,8 +26,8 @@ import { PushConfigs, type PushSettings } from "./push-configs.js"
 import { RenderedTasks } from "./rendered.js"
 import type { StartedTask, TaskRunner } from "./runner.js"
 import { isTerminal } from "./states.js"
-import { assertResumable, cannotResume, parseLastEventId, replayThenLive, resumePoint, taskStream, type StreamItem } from "./task-streams.js"
-import { StreamSlots, type ReleaseSlot } from "./stream-slots.js"
+import { assertResumable, cannotResume, parseLastEventId, replayThenLive, resumePoint, taskStream, type StreamItem } from "../streams/task-streams.js"
+import { StreamSlots, type ReleaseSlot } from "../streams/stream-slots.js"
 import { codecFor, messageFromWire, type WireCodec, type WireVersion } from "./wire.js"
 
 /**

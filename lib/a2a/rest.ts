@@ -4,7 +4,7 @@ import type { JsonObject } from "../types.js"
 import { A2AError, BINDING_ERRORS, ErrorCode, ERROR_INFO_TYPE, errorInfo } from "./errors.js"
 import type { A2AOperations, OperationName } from "./operations.js"
 import * as v03 from "./rest-v03.js"
-import type { StreamItem } from "./task-streams.js"
+import type { StreamItem } from "../streams/task-streams.js"
 import { answerVersion, negotiateVersion, type WireVersion } from "./wire.js"
 
 /**

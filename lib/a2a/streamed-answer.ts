@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { copyWith } from "../objects.js"
 import type { A2AArtifact, A2ATask } from "../types.js"
-import { artifactEvent, type TaskEvent } from "./events.js"
+import { artifactEvent, type TaskEvent } from "../streams/events.js"
 
 /**
  * The answer a model streams in one run: the artifact its chunks build and

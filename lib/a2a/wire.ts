@@ -4,7 +4,7 @@ import { copyWith } from "../objects.js"
 import type { PushConfigRecord } from "../stores/push-store.js"
 import type { A2AArtifact, A2AMessage, A2APart, A2ATask, A2ATaskStatus, JsonObject, TaskState } from "../types.js"
 import { A2AError, ErrorCode, ERROR_INFO_TYPE, errorInfo } from "./errors.js"
-import type { TaskEvent } from "./events.js"
+import type { TaskEvent } from "../streams/events.js"
 
 /**
  * The one place stored shapes become wire shapes and back.

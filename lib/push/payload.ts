@@ -1,4 +1,4 @@
-import { artifactEvent, statusEvent } from "../a2a/events.js"
+import { artifactEvent, statusEvent } from "../streams/events.js"
 import { codecFor } from "../a2a/wire.js"
 import type { PushConfigRecord, PushEvent } from "../stores/push-store.js"
 

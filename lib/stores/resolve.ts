@@ -1,8 +1,8 @@
 import type { TaskStoreOptions } from "./background-errors.js"
-import { FileTaskStore } from "./file.js"
-import { InMemoryTaskStore } from "./memory.js"
-import { NatsTaskStore } from "./nats.js"
-import { PostgresTaskStore } from "./postgres.js"
+import { FileTaskStore } from "./file/store.js"
+import { InMemoryTaskStore } from "./memory/store.js"
+import { NatsTaskStore } from "./nats/store.js"
+import { PostgresTaskStore } from "./postgres/store.js"
 import { isTaskStore, type TaskStore } from "./task-store.js"
 import { withoutPassword } from "../url-credentials.js"
 

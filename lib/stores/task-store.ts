@@ -1,5 +1,5 @@
 import type { A2ATask } from "../types.js"
-import type { EventLog } from "./event-log.js"
+import type { EventLog } from "../streams/event-log.js"
 import type { TaskPage, TaskQuery } from "./list.js"
 import type { PushStore } from "./push-store.js"
 

@@ -1,0 +1,825 @@
+import { createHash, randomBytes } from "node:crypto"
+import { setTimeout as sleep } from "node:timers/promises"
+import type { A2ATask } from "../../types.js"
+import { TERMINAL_STATES } from "../../types.js"
+import { errorReporter, type ReportError, type TaskStoreOptions } from "../background-errors.js"
+import { loadDriver } from "../driver.js"
+import { checkQuery, pageOfTasks, type TaskPage, type TaskQuery } from "../list.js"
+import { OpenOnce } from "../open-once.js"
+import { isExpired, retentionSweeper, type RetentionSweeper } from "../retention.js"
+import { assertTask, assertTaskId, parseStoredTask } from "../task-checks.js"
+import { TaskConflictError, type LeaseBook, type TaskStore } from "../task-store.js"
+import { WriteOrder } from "../write-order.js"
+import { pushSeqOf, pushWriterOf, withPushSeq } from "../../internals.js"
+import { NatsPushStore, type NatsPushMessage } from "./push.js"
+import { isApiError, nextMessage, WRONG_LAST_SEQUENCE } from "./api.js"
+import { NatsEventLog, openEventStream, type NatsEventJetStream, type NatsEventStream, type NatsEventStreams, type NatsHeaders } from "./events.js"
+import { eventRetentionOf, type EventLog } from "../../streams/event-log.js"
+import { eventTexts } from "../push-records.js"
+import type { PushEvent, PushStore } from "../push-store.js"
+
+export interface NatsTaskStoreOptions extends TaskStoreOptions {
+  /** The JetStream KV bucket holding the Tasks (default "toolnexus_tasks"); created on first use. Push configs and notifications go in `<bucket>_push`. */
+  bucket?: string
+  /** The KV bucket holding the servers' leases (default "toolnexus_leases"); created on first lease call. */
+  leaseBucket?: string
+  /** The package the driver is imported from (default "nats"): a fork or wrapper with nats@2's connect and KV. */
+  driverModule?: string
+  /** The JetStream stream holding the Tasks' stream events (default `<bucket>_events`, subjects `<eventStream>.>`); created on first use (see NatsEventLog). */
+  eventStream?: string
+  /** How long a finished Task's stream events are kept for resuming (`store.events`), in ms after it ended (default one hour). */
+  eventRetentionMs?: number
+}
+
+/*
+ * The little of the nats driver the store uses, declared here rather than
+ * imported from "nats": nats is an optional peer, and the published types
+ * must compile for an application without it. test/package/declarations.test.ts
+ * checks that nats itself fits these.
+ */
+
+interface NatsKvEntry {
+  key: string
+  operation: "PUT" | "DEL" | "PURGE"
+  revision: number
+  /** The server's time of the write. */
+  created: Date
+  string(): string
+}
+
+/** Entries as a watch delivers them, until stopped. */
+interface NatsKvWatch extends AsyncIterable<NatsKvEntry> {
+  stop(): void
+}
+
+interface NatsKv {
+  get(key: string, opts?: { revision: number }): Promise<NatsKvEntry | null>
+  put(key: string, value: Uint8Array, opts?: { previousSeq: number }): Promise<number>
+  /** Replaces the key's values with a PURGE marker; with `previousSeq`, only if the key is still at that revision. */
+  purge(key: string, opts?: { previousSeq: number }): Promise<void>
+  watch(opts?: { key?: string | string[]; include?: string; headers_only?: boolean; initializedFn?: () => void }): Promise<NatsKvWatch>
+  /** The keys (not deleted) matching a filter. */
+  keys(filter?: string): Promise<AsyncIterable<string>>
+}
+
+interface NatsConnection {
+  jetstream(): { views: { kv(name: string, opts: { history: number; ttl?: number }): Promise<NatsKv> } } & NatsEventJetStream
+  /** To remove delete markers (`purge` of one subject's messages before a sequence), and the event log's stream. */
+  jetstreamManager(): Promise<{ streams: NatsEventStreams }>
+  /** What the server told on connecting: the most a message may carry. */
+  readonly info?: { max_payload: number }
+  /** Settles when the connection closes for good, with the error that closed it, if any. */
+  closed(): Promise<void | Error>
+  close(): Promise<void>
+  drain(): Promise<void>
+  isClosed(): boolean
+}
+
+export interface NatsDriver {
+  connect(opts: { servers: string; user?: string; pass?: string; token?: string; name: string; maxReconnectAttempts: number; noAsyncTraces?: boolean }): Promise<NatsConnection>
+  /** What a KV watch starts with: the last value of every key, or only the updates from now on. */
+  KvWatchInclude: { LastValue: string; UpdatesOnly: string }
+  /** An empty set of message headers. */
+  headers(): NatsHeaders
+}
+
+const isNatsDriver = (module: unknown): module is NatsDriver =>
+  typeof (module as NatsDriver)?.connect === "function" && typeof (module as NatsDriver).KvWatchInclude === "object"
+
+interface Connection {
+  driver: NatsDriver
+  nc: NatsConnection
+  tasks: NatsKv
+}
+
+const DEFAULT_BUCKET = "toolnexus_tasks"
+const DEFAULT_LEASE_BUCKET = "toolnexus_leases"
+/** What the nats client accepts as a bucket name, kept short: it names the stream, a directory on the server. */
+const BUCKET_NAME = /^[-\w]{1,64}$/
+/** Tries of one save against other writers before it gives up (2-3 s of backing off in all). */
+const MAX_SAVE_ATTEMPTS = 10
+/** Leases are dropped by the server this long after their last renewal, so dead instances leave nothing behind. */
+const LEASE_BUCKET_MAX_AGE_MS = 24 * 60 * 60_000
+/** How often the offset between our clock and the server's is measured again when only isAlive is called. */
+const CLOCK_RECHECK_MS = 60_000
+/** A key no encoded id can have (those have no dot), written to read the server's clock. */
+const CLOCK_KEY = "toolnexus.clock"
+/** What a message may carry when the server does not say: NATS's default max_payload. */
+const DEFAULT_MAX_PAYLOAD = 1024 * 1024
+/** The header a KV delete or purge marker carries ("DEL", "PURGE"); a value written has none. */
+const KV_OPERATION = "KV-Operation"
+
+/**
+ * Tasks in a NATS JetStream KV bucket, shared by every server that points
+ * at it: one key per Task id, the Task as JSON.
+ *
+ * - Saves are compare-and-set on the key's revision: a save reads the entry,
+ *   refuses to replace a terminal Task (TaskConflictError), and writes only
+ *   if no one wrote in between, else reads again and retries. Every
+ *   acknowledged save is its own revision; none is lost to a concurrent one.
+ *   Saves and deletes of one id through one store take effect in call order.
+ * - `watch` tells of every save and delete, by any server, as it happens.
+ * - `leases` live in a second bucket and are judged by the server's clock.
+ * - `list` reads every Task: O(n) per call, fine for thousands of Tasks.
+ * - `delete` purges the key: no value of the Task is kept, whatever the
+ *   bucket's history; a small marker tells readers and watchers it is gone.
+ * - `events` (the Tasks' stream events) live in a stream of their own
+ *   (see NatsEventLog); `delete` and retention purge a Task's with it.
+ * - With `opts.retention`, a sweep reads the keys in the order of their
+ *   last write, headers only, up to the first written since the cutoff:
+ *   only a Task last written before it can be expired (a terminal Task is
+ *   never written again), so a sweep reads what it deletes and the unfinished
+ *   Tasks idle since the cutoff (each again on every sweep), not the bucket.
+ *   Each such Task is read and, if `isExpired`, purged on the condition
+ *   that it is still the revision read. So a Task's age counts from the
+ *   later of its status time and its save: one saved with an old status
+ *   (an import) is kept a TTL from its save. Delete markers older than the
+ *   TTL go too, so deleted Tasks leave nothing behind for good.
+ *
+ * The `nats` package is imported and the connection made on first use, so
+ * constructing a store does no I/O and needs nothing installed.
+ */
+export class NatsTaskStore implements TaskStore {
+  readonly bucket: string
+  readonly leaseBucket: string
+  readonly eventStream: string
+  /** The server URL without credentials, fit for logs. */
+  readonly server: string
+  /** An ES private field: it stays out of JSON.stringify and util.inspect of the store. */
+  readonly #credentials: { user?: string; pass?: string; token?: string }
+  private readonly driverModule: string
+  private readonly report: ReportError
+  /** The connection and the task bucket; forgotten when the connection closes without close(). */
+  private readonly connection: OpenOnce<Connection>
+  /** The lease bucket on the current connection. */
+  private leaseKv: OpenOnce<NatsKv>
+  /** The push bucket on the current connection. */
+  private pushKv: OpenOnce<NatsKv>
+  /** Push configs and the outbox, in `<bucket>_push` (see NatsPushStore). */
+  readonly push: PushStore
+  private readonly pushBook: NatsPushStore
+  /** The Tasks' stream events, in the stream `eventStream` (see NatsEventLog). */
+  readonly events: EventLog
+  private readonly eventLog: NatsEventLog
+  /** The event stream on the current connection. */
+  private eventStreamReady: OpenOnce<NatsEventStream>
+  private readonly writes = new WriteOrder()
+  private readonly retention: RetentionSweeper | undefined
+  private closing: Promise<void> | undefined
+  /** Server clock minus ours, in ms, as last measured. */
+  private clockOffsetMs: number | undefined
+  private clockMeasuredAt = 0
+
+  readonly leases: LeaseBook = {
+    renew: (instance, ttlMs) => this.renewLease(instance, ttlMs),
+    isAlive: (instance) => this.isLeaseAlive(instance),
+    release: (instance) => this.releaseLease(instance),
+  }
+
+  constructor(url: string, opts: NatsTaskStoreOptions = {}) {
+    if (opts === null || typeof opts !== "object") throw new TypeError("NatsTaskStore: opts should be an object like { bucket, leaseBucket }")
+    const { server, ...credentials } = parseServerUrl(url)
+    this.server = server
+    this.#credentials = credentials
+    this.bucket = bucketName("opts.bucket", opts.bucket ?? DEFAULT_BUCKET)
+    this.leaseBucket = bucketName("opts.leaseBucket", opts.leaseBucket ?? DEFAULT_LEASE_BUCKET)
+    if (this.leaseBucket === this.bucket) throw new TypeError(`NatsTaskStore: opts.leaseBucket should differ from opts.bucket (both are "${this.bucket}")`)
+    // Not a bucket, but the same rule fits a stream's name, and it is its subjects' first token too.
+    this.eventStream = opts.eventStream === undefined ? `${this.bucket}_events` : bucketName("opts.eventStream", opts.eventStream)
+    const eventRetentionMs = eventRetentionOf("NatsTaskStore", opts.eventRetentionMs)
+    if (opts.driverModule !== undefined && (typeof opts.driverModule !== "string" || opts.driverModule.length === 0)) {
+      throw new TypeError('NatsTaskStore: opts.driverModule should be a package name, e.g. "nats"')
+    }
+    this.driverModule = opts.driverModule ?? "nats"
+    this.report = errorReporter("NatsTaskStore", opts.onError)
+    this.retention = retentionSweeper("NatsTaskStore", opts.retention, (cutoff) => this.deleteFinishedBefore(cutoff), this.report)
+    this.connection = new OpenOnce(() => this.connect(), closedError)
+    this.leaseKv = this.newLeaseKv()
+    this.pushKv = this.newPushKv()
+    this.eventStreamReady = this.newEventStream()
+    this.events = this.eventLog = new NatsEventLog({
+      name: this.eventStream,
+      retentionMs: eventRetentionMs,
+      report: this.report,
+      assertOpen: () => this.assertOpen(),
+      stream: () => this.eventStreamReady.get(),
+      keyOf: natsKey,
+    })
+    this.push = this.pushBook = new NatsPushStore({
+      bucket: `${this.bucket}_push`,
+      report: this.report,
+      kv: () => {
+        this.assertOpen()
+        return this.pushKv.get()
+      },
+      purgeSubjects: (filters) => this.purgeSubjects(`${this.bucket}_push`, filters),
+      purgeRevision: (key, revision) => this.purgeSubjects(`${this.bucket}_push`, [key], revision + 1),
+      readTask: (id) => this.get(id),
+      saveWithEvent: (task, events) => this.saveWithEvent(task, events),
+      inOrder: (id, write) => this.writes.run(id, write),
+      keyOf: natsKey,
+      watchPuts: (filter, onPut) => this.watchPushPuts(filter, onPut),
+      nextMessage: (filter, seq) => this.nextPushMessage(filter, seq),
+      keys: (filter) => this.pushKeys(filter),
+    })
+  }
+
+  async get(id: string): Promise<A2ATask | undefined> {
+    this.assertOpen()
+    const key = natsKey(id)
+    const { tasks } = await this.connection.get()
+    const entry = await withContext(`read task ${quote(id)}`, () => tasks.get(key))
+    return entry?.operation === "PUT" ? this.taskIn(entry, id) : undefined
+  }
+
+  async save(task: A2ATask): Promise<void> {
+    await this.saveWithEvent(task, [])
+  }
+
+  /** save(), and with events their notifications, written before the Task, which carries the last one's seq (see NatsPushStore). */
+  private async saveWithEvent(task: A2ATask, events: readonly PushEvent[]): Promise<number> {
+    this.assertOpen()
+    assertTask(task, "NatsTaskStore")
+    const key = natsKey(task.id)
+    // Serialized now, so a caller mutating the Task after save() cannot change what is stored.
+    const text = JSON.stringify(task)
+    const notified = eventTexts(events, task, "NatsTaskStore")
+    const given = { seq: pushSeqOf(task), writer: pushWriterOf(task) }
+    return this.writes.run(task.id, () => this.write(task.id, key, text, given, notified))
+  }
+
+  /**
+   * Reads every Task in the bucket: O(n) per call, fine for thousands of
+   * Tasks. An entry that cannot be read is left out and reported to onError
+   * (operation "list"), so one bad entry does not stop every listing and
+   * restart recovery; `get` of its id still rejects with the error.
+   */
+  async list(query: TaskQuery): Promise<TaskPage> {
+    this.assertOpen()
+    checkQuery(query)
+    const { driver, tasks } = await this.connection.get()
+    const latest = new Map<string, NatsKvEntry>()
+    await withContext("list tasks", async () => {
+      // Updates that arrive while reading replace the values read before them.
+      for await (const entry of lastValues(tasks, driver, false, (seq) => this.anyTaskAfter(seq))) {
+        if (entry.operation === "PUT") latest.set(entry.key, entry)
+        else latest.delete(entry.key)
+      }
+    })
+    const all: A2ATask[] = []
+    for (const [key, entry] of latest) {
+      const id = idFromNatsKey(key)
+      try {
+        all.push(this.taskIn(entry, id))
+      } catch (err) {
+        this.report(err, "list", id)
+      }
+    }
+    return pageOfTasks(all, query)
+  }
+
+  async delete(id: string): Promise<void> {
+    this.assertOpen()
+    const key = natsKey(id)
+    return this.writes.run(id, async () => {
+      const { tasks } = await this.connection.get()
+      // Push data and events first: a crash between leaves a Task without them, never them for a new Task of that id to find.
+      await withContext(`delete the push data of task ${quote(id)}`, () => this.pushBook.removeTask(id))
+      await withContext(`delete the stream events of task ${quote(id)}`, () => this.eventLog.removeTask(id))
+      // A purge, not a delete: a bucket made with more history than ours would keep the Task's values under a delete marker.
+      await withContext(`delete task ${quote(id)}`, () => tasks.purge(key))
+    })
+  }
+
+  /**
+   * Calls `onChange(id)` for every save and delete in the bucket from now on,
+   * by any server. Only headers travel, not the Tasks. A delete of an id so
+   * long its key is a hash cannot be named, and is not reported. A throwing
+   * `onChange` is reported to onError and does not stop the watch.
+   */
+  async watch(onChange: (id: string) => void): Promise<() => Promise<void>> {
+    this.assertOpen()
+    if (typeof onChange !== "function") throw new TypeError("NatsTaskStore.watch needs a function")
+    const { driver, tasks } = await this.connection.get()
+    const updates = await withContext("watch tasks", () => tasks.watch({ include: driver.KvWatchInclude.UpdatesOnly, headers_only: true }))
+    const done = (async () => {
+      try {
+        for await (const entry of updates) {
+          const id = idFromNatsKey(entry.key) ?? (entry.operation === "PUT" ? await this.idOfHashedKey(tasks, entry.key) : undefined)
+          if (id === undefined) continue
+          try {
+            onChange(id)
+          } catch (err) {
+            // The watcher's own fault; later changes are still reported.
+            this.report(err, "watch", id)
+          }
+        }
+      } catch (err) {
+        // The connection closed under the watch: it ends, and watchers fall back to re-reading.
+        if (!this.closing) this.report(new Error(`NatsTaskStore's watch ended: ${messageOf(err)}`, { cause: err }), "watch")
+      }
+    })()
+    return async () => {
+      updates.stop()
+      await done
+    }
+  }
+
+  /**
+   * Connects and opens the task bucket, creating it if it is missing. Every
+   * other call does it on first use, so calling it is needed only to learn
+   * early that the server cannot be used.
+   */
+  async open(): Promise<void> {
+    this.assertOpen()
+    await this.connection.get()
+  }
+
+  /**
+   * Stops retention sweeps (one under way ends after the Task it is at),
+   * waits for the saves and deletes already called, then drains the
+   * connection. Later calls are refused. Calling it again is harmless.
+   */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.retention?.stop()
+      await this.eventLog.stop()
+      await this.writes.idle()
+      await this.leaseKv.close()
+      await this.pushKv.close()
+      await this.eventStreamReady.close()
+      const connection = await this.connection.close()
+      if (connection && !connection.nc.isClosed()) await connection.nc.drain()
+    })()
+    return this.closing
+  }
+
+  private assertOpen(): void {
+    if (this.closing) throw closedError()
+  }
+
+  /** One connection and the task bucket, made on first use (see OpenOnce). */
+  private async connect(): Promise<Connection> {
+    const driver = await loadDriver({ store: "NatsTaskStore", specifier: this.driverModule, expected: "nats@2", uses: "connect() and KvWatchInclude", fits: isNatsDriver })
+    let nc: NatsConnection
+    try {
+      // noAsyncTraces: without it the client builds an Error (a stack trace) for every request and its timer, about
+      // a quarter of a server's CPU under SendMessage load; its errors still say what failed, without our call site.
+      nc = await driver.connect({ servers: this.server, ...this.#credentials, name: "toolnexus", maxReconnectAttempts: -1, noAsyncTraces: true })
+    } catch (err) {
+      throw new Error(`NatsTaskStore could not connect to ${this.server}: ${messageOf(err)}`, { cause: err })
+    }
+    try {
+      const tasks = await nc.jetstream().views.kv(this.bucket, { history: 1 })
+      const attempt = this.connection.current
+      void nc.closed().then((err) => this.lost(attempt, err))
+      this.retention?.start()
+      this.eventLog.start()
+      return { driver, nc, tasks }
+    } catch (err) {
+      await nc.close().catch(() => {})
+      throw new Error(`NatsTaskStore could not open the KV bucket "${this.bucket}" on ${this.server} (does the server run with JetStream?): ${messageOf(err)}`, { cause: err })
+    }
+  }
+
+  /** A connection that closed without close() (say, the server revoked it): reported, and the next call connects again. */
+  private lost(attempt: Promise<Connection> | undefined, err: void | Error): void {
+    if (this.closing || attempt === undefined || this.connection.current !== attempt) return
+    this.connection.forget(attempt)
+    this.leaseKv = this.newLeaseKv()
+    this.pushKv = this.newPushKv()
+    this.eventStreamReady = this.newEventStream()
+    this.report(err ?? new Error(`NatsTaskStore's connection to ${this.server} closed; the next call connects again`), "connection")
+  }
+
+  /** The lease bucket, opened on the first lease call over whatever connection is current. */
+  private newLeaseKv(): OpenOnce<NatsKv> {
+    return new OpenOnce(async () => {
+      const { nc } = await this.connection.get()
+      return withContext(`open the KV bucket "${this.leaseBucket}"`, () => nc.jetstream().views.kv(this.leaseBucket, { history: 1, ttl: LEASE_BUCKET_MAX_AGE_MS }))
+    }, closedError)
+  }
+
+  /** Calls `onPut` for every write of a push key matching `filter`, by any server, from now on (headers only). */
+  private async watchPushPuts(filter: string, onPut: () => void): Promise<() => Promise<void>> {
+    this.assertOpen()
+    const { driver } = await this.connection.get()
+    const kv = await this.pushKv.get()
+    const updates = await withContext("watch the push outbox", () => kv.watch({ key: filter, include: driver.KvWatchInclude.UpdatesOnly, headers_only: true }))
+    const done = (async () => {
+      try {
+        for await (const entry of updates) {
+          if (entry.operation !== "PUT") continue
+          try {
+            onPut()
+          } catch (err) {
+            this.report(err, "watch")
+          }
+        }
+      } catch (err) {
+        if (!this.closing) this.report(new Error(`NatsTaskStore's watch of the push outbox ended: ${messageOf(err)}`, { cause: err }), "watch")
+      }
+    })()
+    return async () => {
+      updates.stop()
+      await done
+    }
+  }
+
+  /** Whether the Tasks bucket's stream holds a message after sequence `seq` (one request). */
+  private async anyTaskAfter(seq: number): Promise<boolean> {
+    const { nc } = await this.connection.get()
+    const { streams } = await nc.jetstreamManager()
+    return (await nextMessage(streams, `KV_${this.bucket}`, `$KV.${this.bucket}.>`, seq + 1)) !== undefined
+  }
+
+  /** The push bucket's stream, its name and the prefix of its subjects, once the bucket exists. */
+  private async pushStream(): Promise<{ streams: NatsEventStreams; stream: string; prefix: string }> {
+    this.assertOpen()
+    await this.pushKv.get() // its stream exists from here on
+    const { nc } = await this.connection.get()
+    const { streams } = await nc.jetstreamManager()
+    const bucket = `${this.bucket}_push`
+    return { streams, stream: `KV_${bucket}`, prefix: `$KV.${bucket}.` }
+  }
+
+  /** The push bucket's first message at or after stream sequence `seq` whose key matches `filter` (one request); undefined when there is none. */
+  private async nextPushMessage(filter: string, seq: number): Promise<NatsPushMessage | undefined> {
+    const { streams, stream, prefix } = await this.pushStream()
+    const msg = await nextMessage(streams, stream, `${prefix}${filter}`, seq)
+    if (msg === undefined) return undefined
+    const operation = (msg.header?.get(KV_OPERATION) || "PUT") as NatsPushMessage["operation"]
+    return { seq: msg.seq, key: msg.subject.slice(prefix.length), operation, time: msg.time, string: () => msg.string() }
+  }
+
+  /**
+   * The push bucket's keys matching `filter` that have a message in its
+   * stream, from the stream's info (one request, paged by the client past
+   * the server's page): a snapshot. Not the KV's keys(), whose consumer
+   * counts the messages pending when it starts and waits for each: a key
+   * purged in between (a delivered notification, a settled retry mark)
+   * never comes, and the listing never ends.
+   */
+  private async pushKeys(filter: string): Promise<string[]> {
+    const { streams, stream, prefix } = await this.pushStream()
+    const info = await streams.info(stream, { subjects_filter: `${prefix}${filter}` })
+    return Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(prefix.length))
+  }
+
+  /** The push bucket, opened on first use over whatever connection is current. */
+  private newPushKv(): OpenOnce<NatsKv> {
+    return new OpenOnce(async () => {
+      const { nc } = await this.connection.get()
+      return withContext(`open the KV bucket "${this.bucket}_push"`, () => nc.jetstream().views.kv(`${this.bucket}_push`, { history: 1 }))
+    }, closedError)
+  }
+
+  /** The event log's stream, made ready on first use over whatever connection is current. */
+  private newEventStream(): OpenOnce<NatsEventStream> {
+    return new OpenOnce(async () => {
+      const { driver, nc } = await this.connection.get()
+      return withContext(`open the stream "${this.eventStream}"`, async () => {
+        const { streams } = await nc.jetstreamManager()
+        await openEventStream(streams, this.eventStream)
+        return { js: nc.jetstream(), streams, headers: () => driver.headers(), maxPayload: nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD }
+      })
+    }, closedError)
+  }
+
+  /** Removes every message of these subjects (relative to the bucket's keys) from the bucket's stream, or those below stream sequence `before`: no marker is left. */
+  private async purgeSubjects(bucket: string, filters: string[], before?: number): Promise<void> {
+    const { nc } = await this.connection.get()
+    const { streams } = await nc.jetstreamManager()
+    for (const filter of filters) await streams.purge(`KV_${bucket}`, { filter: `$KV.${bucket}.${filter}`, ...(before !== undefined && { seq: before }) })
+  }
+
+  /**
+   * Compare-and-set on the key's revision, until it lands or the stored
+   * Task is terminal. The Task carries the stored pushSeq (and its writer)
+   * forward, or, with an event and configs, the next one and this attempt's
+   * name, its notifications written first under that name. An attempt that
+   * lost the compare-and-set removes its notifications; one cut short leaves
+   * them to claims (above the stored pushSeq, or of its seq but not its
+   * writer: never sent). Resolves with how many notifications it enqueued.
+   */
+  private async write(id: string, key: string, text: string, given: { seq: number; writer: string | undefined }, events: readonly string[]): Promise<number> {
+    const { tasks } = await this.connection.get()
+    // The configs are read beside the Task, so a Task without them costs no extra round trip.
+    const configsRead = events.length === 0 ? undefined : withContext(`read the push configs of task ${quote(id)}`, () => this.pushBook.configsOf(id))
+    configsRead?.catch(() => {}) // awaited below; a failure rejects the save there
+    for (let attempt = 1; ; attempt++) {
+      const entry = await withContext(`read task ${quote(id)}`, () => tasks.get(key))
+      const configs = await configsRead
+      const stored = entry?.operation === "PUT" ? this.taskIn(entry, id) : undefined
+      if (stored && TERMINAL_STATES.has(stored.status.state)) throw new TaskConflictError(id, stored)
+      let seq = pushSeqOf(stored)
+      let writer = pushWriterOf(stored)
+      const written: string[] = []
+      if (configs !== undefined && configs.length > 0 && events.length > 0) {
+        // This attempt's name in its notifications' keys, and in the Task once it lands.
+        writer = randomBytes(6).toString("base64url")
+        for (const event of events) {
+          seq += 1
+          const at = seq
+          const attempt = writer
+          written.push(...(await withContext(`enqueue the push notifications of task ${quote(id)}`, () => this.pushBook.enqueue(id, configs, at, event, Date.now(), attempt))))
+        }
+      }
+      const same = seq === given.seq && writer === given.writer
+      const value = new TextEncoder().encode(same ? text : JSON.stringify(withPushSeq(JSON.parse(text) as A2ATask, seq, writer)))
+      try {
+        // Revision 0 means "no entry yet"; a delete marker has a revision like any entry.
+        await tasks.put(key, value, { previousSeq: entry?.revision ?? 0 })
+        return written.length
+      } catch (err) {
+        if (!isApiError(err, WRONG_LAST_SEQUENCE)) throw new Error(`NatsTaskStore could not save task ${quote(id)}: ${messageOf(err)}`, { cause: err })
+        // Another save landed first: this attempt's notifications never will (a claim would also find them beside the winner's).
+        await this.pushBook.discard(written).catch((discardErr: unknown) => this.report(discardErr, "push", id))
+        if (attempt >= MAX_SAVE_ATTEMPTS) {
+          throw new Error(`NatsTaskStore could not save task ${quote(id)}: other writers changed it before each of ${attempt} tries`, { cause: err })
+        }
+      }
+      // Someone wrote in between: back off a random while, growing, so two writers stop colliding.
+      await sleep(Math.min(1000, 10 * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2))
+    }
+  }
+
+  /** One retention sweep (see the class comment): resolves with how many Tasks it purged. */
+  private async deleteFinishedBefore(cutoff: string): Promise<number> {
+    const { driver, nc, tasks } = await this.connection.get()
+    const cutoffMs = Date.parse(cutoff)
+    const written: NatsKvEntry[] = []
+    await withContext("read the bucket for retention", async () => {
+      // Last values come in stream order, which is the order of their writes.
+      for await (const entry of lastValues(tasks, driver, true, (seq) => this.anyTaskAfter(seq))) {
+        if (entry.created.getTime() >= cutoffMs) break
+        written.push(entry)
+      }
+    })
+    let purged = 0
+    for (const { key, operation } of written) {
+      if (this.closing) return purged
+      if (operation === "PUT" && (await this.purgeIfExpired(tasks, key, cutoff))) purged++
+    }
+    // Delete markers written before the cutoff (this sweep's own are newer): they have told readers and watchers by now.
+    const markers = written.filter((entry) => entry.operation !== "PUT")
+    if (markers.length > 0 && !this.closing) {
+      const { streams } = await nc.jetstreamManager()
+      for (const marker of markers) {
+        if (this.closing) break
+        // Up to the marker's own sequence: a Task saved under the key since then stays.
+        await withContext(`remove the delete marker of key ${quote(marker.key)}`, () =>
+          streams.purge(`KV_${this.bucket}`, { filter: `$KV.${this.bucket}.${marker.key}`, seq: marker.revision + 1 }),
+        )
+      }
+    }
+    return purged
+  }
+
+  /** Purges the Task under `key` if it is expired at `cutoff` and still the revision read; true when it did. */
+  private async purgeIfExpired(tasks: NatsKv, key: string, cutoff: string): Promise<boolean> {
+    const entry = await withContext(`read key ${quote(key)} for retention`, () => tasks.get(key))
+    if (entry?.operation !== "PUT") return false
+    let task: A2ATask
+    try {
+      task = this.taskIn(entry, idFromNatsKey(key))
+    } catch {
+      return false // not a Task: list() and get() report it; retention leaves what it cannot judge
+    }
+    if (!isExpired(task.status, cutoff)) return false
+    try {
+      await tasks.purge(key, { previousSeq: entry.revision })
+      await this.pushBook.removeTask(task.id)
+      await this.eventLog.removeTask(task.id)
+      return true
+    } catch (err) {
+      // Saved again since it was read: no longer the Task that expired.
+      if (isApiError(err, WRONG_LAST_SEQUENCE)) return false
+      throw new Error(`NatsTaskStore could not purge expired task ${quote(task.id)}: ${messageOf(err)}`, { cause: err })
+    }
+  }
+
+  /** The Task in an entry; an error when it is not JSON, not a Task, or not the Task asked for. */
+  private taskIn(entry: NatsKvEntry, id: string | undefined): A2ATask {
+    const where = `KV entry in bucket "${this.bucket}" at key ${quote(entry.key)}`
+    const task = parseStoredTask(entry.string(), "NatsTaskStore", where)
+    // A hashed key could in theory be shared; the id inside decides.
+    if (id === undefined ? natsKey(task.id) !== entry.key : task.id !== id) {
+      throw new Error(`NatsTaskStore found a ${where} that holds task ${quote(task.id)}${id === undefined ? "" : `, not ${quote(id)}`}`)
+    }
+    return task
+  }
+
+  /** The id in the entry under a hashed key; undefined (reported) when it cannot be read. */
+  private async idOfHashedKey(tasks: NatsKv, key: string): Promise<string | undefined> {
+    try {
+      const entry = await tasks.get(key)
+      return entry?.operation === "PUT" ? this.taskIn(entry, undefined).id : undefined
+    } catch (err) {
+      this.report(err, "watch")
+      return undefined
+    }
+  }
+
+  private leaseBook(): Promise<NatsKv> {
+    this.assertOpen()
+    return this.leaseKv.get()
+  }
+
+  private async renewLease(instance: string, ttlMs: number): Promise<void> {
+    const key = natsKey(instance)
+    if (!(Number.isFinite(ttlMs) && ttlMs > 0 && ttlMs <= LEASE_BUCKET_MAX_AGE_MS)) {
+      throw new TypeError(`NatsTaskStore.leases.renew: ttlMs should be a number of milliseconds > 0 and <= ${LEASE_BUCKET_MAX_AGE_MS}`)
+    }
+    const leases = await this.leaseBook()
+    const value = new TextEncoder().encode(JSON.stringify({ instance, ttlMs } satisfies Lease))
+    await withContext(`renew the lease of ${quote(instance)}`, () => this.putAndReadClock(leases, key, value))
+  }
+
+  /**
+   * Alive while the server's clock is before the lease's last write (the
+   * server's time) plus its ttl. Our clock is only used to carry the
+   * server's forward, corrected by the offset measured at each write: hosts
+   * whose clocks disagree still agree on leases, within half a round trip.
+   */
+  private async isLeaseAlive(instance: string): Promise<boolean> {
+    const key = natsKey(instance)
+    const leases = await this.leaseBook()
+    return withContext(`read the lease of ${quote(instance)}`, async () => {
+      if (this.clockOffsetMs === undefined || Date.now() - this.clockMeasuredAt > CLOCK_RECHECK_MS) {
+        await this.putAndReadClock(leases, CLOCK_KEY, new Uint8Array(0))
+      }
+      const entry = await leases.get(key)
+      if (entry?.operation !== "PUT") return false
+      let lease: Lease
+      try {
+        lease = JSON.parse(entry.string()) as Lease
+      } catch {
+        return false
+      }
+      if (lease?.instance !== instance || typeof lease.ttlMs !== "number") return false
+      return entry.created.getTime() + lease.ttlMs > Date.now() + (this.clockOffsetMs ?? 0)
+    })
+  }
+
+  private async releaseLease(instance: string): Promise<void> {
+    const key = natsKey(instance)
+    const leases = await this.leaseBook()
+    await withContext(`release the lease of ${quote(instance)}`, () => leases.purge(key))
+  }
+
+  /** Writes, then reads the server's timestamp of that write to learn how far our clock is from the server's. */
+  private async putAndReadClock(kv: NatsKv, key: string, value: Uint8Array): Promise<void> {
+    const sent = Date.now()
+    const revision = await kv.put(key, value)
+    const acked = Date.now()
+    const entry = await kv.get(key, { revision })
+    if (entry === null) return // already replaced by a newer write; measure next time
+    this.clockOffsetMs = entry.created.getTime() - (sent + acked) / 2
+    this.clockMeasuredAt = acked
+  }
+}
+
+interface Lease {
+  instance: string
+  ttlMs: number
+}
+
+const PLAIN_ID = /^[A-Za-z0-9_-]+$/
+const MAX_KEY_LENGTH = 1024
+/** A UTF-16 surrogate with no partner: it has no UTF-8 form, so two such ids could share a key. */
+const LONE_SURROGATE = /\p{Cs}/u
+
+/**
+ * The KV key of a Task id (or lease instance). NATS keys allow only
+ * `[-/_=.a-zA-Z0-9]`, and the bucket tells case apart, so:
+ *
+ * - ids of letters, digits, `-` and `_` are their own key: `abc-123`;
+ * - any other id is `=` and the base64url of its UTF-8: `a/b` → `=YS9i`
+ *   (no plain id has `=`, and no base64url starts with it);
+ * - an id whose key would pass 1024 characters is `==` and its SHA-256 in
+ *   hex, and the id stored inside tells it apart. Keys stay well under the
+ *   4 KB protocol line the subject must fit in.
+ */
+export function natsKey(id: string): string {
+  assertTaskId(id)
+  if (id.length <= MAX_KEY_LENGTH && PLAIN_ID.test(id)) return id
+  if (LONE_SURROGATE.test(id)) throw new TypeError("A Task id must be well-formed Unicode (it has a lone surrogate)")
+  const encoded = "=" + Buffer.from(id, "utf8").toString("base64url")
+  if (encoded.length <= MAX_KEY_LENGTH) return encoded
+  return "==" + createHash("sha256").update(id, "utf8").digest("hex")
+}
+
+/** The id a key was made from, or `undefined` for hashed keys (read the entry) and foreign keys. */
+export function idFromNatsKey(key: string): string | undefined {
+  if (key.length <= MAX_KEY_LENGTH && PLAIN_ID.test(key)) return key
+  if (!key.startsWith("=") || key.startsWith("==")) return undefined
+  const id = Buffer.from(key.slice(1), "base64url").toString("utf8")
+  // Buffer decoding forgives; only the one spelling natsKey makes counts.
+  return id.length > 0 && natsKey(id) === key ? id : undefined
+}
+
+/** `nats://[user:pass@]host[:port]`; a user alone is a token. */
+function parseServerUrl(url: unknown): { server: string; user?: string; pass?: string; token?: string } {
+  const wanted = 'NatsTaskStore: url should be "nats://[user:pass@]host[:port]", e.g. "nats://127.0.0.1:4222"'
+  if (typeof url !== "string") throw new TypeError(`${wanted}, got ${url === null ? "null" : `a ${typeof url}`}`)
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    throw new TypeError(`${wanted}; got a string that is not a URL`)
+  }
+  // Never echo the URL: it may hold a password.
+  if (parsed.protocol !== "nats:") throw new TypeError(`${wanted}; got a ${parsed.protocol} URL`)
+  if (parsed.hostname === "") throw new TypeError(`${wanted}; got no host`)
+  if ((parsed.pathname !== "" && parsed.pathname !== "/") || parsed.search !== "" || parsed.hash !== "") {
+    throw new TypeError(`${wanted}; got a path, query or fragment after the host`)
+  }
+  const server = `nats://${parsed.host}`
+  const user = decodeURIComponent(parsed.username)
+  const pass = decodeURIComponent(parsed.password)
+  if (user !== "" && pass !== "") return { server, user, pass }
+  if (user !== "") return { server, token: user }
+  if (pass !== "") throw new TypeError(`${wanted}; got a password without a user`)
+  return { server }
+}
+
+function bucketName(option: string, value: unknown): string {
+  if (typeof value === "string" && BUCKET_NAME.test(value)) return value
+  const got = typeof value === "string" ? JSON.stringify(value.slice(0, 80)) : value === null ? "null" : `a ${typeof value}`
+  throw new TypeError(`NatsTaskStore: ${option} should be a KV bucket name of 1-64 letters, digits, "-" or "_", got ${got}`)
+}
+
+/** Runs a driver call, naming what it was doing when it fails: the driver's own messages are terse ("TIMEOUT"). */
+async function withContext<T>(doing: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call()
+  } catch (err) {
+    if (err instanceof Error && err.message.startsWith("NatsTaskStore")) throw err
+    throw new Error(`NatsTaskStore could not ${doing}: ${messageOf(err)}`, { cause: err })
+  }
+}
+
+function closedError(): Error {
+  return new Error("NatsTaskStore is closed")
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err)
+}
+
+function quote(id: string): string {
+  return JSON.stringify(id.length > 128 ? id.slice(0, 128) + "…" : id)
+}
+
+/** How long a listing of last values goes without an entry before it asks the stream whether any is left to come. */
+const STALLED_LISTING_CHECK_MS = 250
+
+/**
+ * Every key's last value (headers only, or with the values), in stream
+ * order, ending once all were delivered: the watch's initialized callback
+ * fires then, maybe before watch() returns, and what was queued is still
+ * read. The watch counts the messages it has to deliver when it starts and
+ * waits for that many; one purged before it came (a delete marker a
+ * retention sweep removed, here or on another server) never comes. So when
+ * no entry came for a while, `anyAfter(seq)` asks the stream whether a
+ * message after the last entry is left, and with none the listing ends.
+ * Leaving the loop early stops the watch.
+ */
+async function* lastValues(kv: NatsKv, driver: NatsDriver, headersOnly: boolean, anyAfter: (seq: number) => Promise<boolean>): AsyncGenerator<NatsKvEntry> {
+  let initialized = false
+  let entries: NatsKvWatch | undefined = undefined
+  const initializedFn = () => {
+    initialized = true
+    entries?.stop()
+  }
+  entries = await kv.watch({ include: driver.KvWatchInclude.LastValue, ...(headersOnly && { headers_only: true }), initializedFn })
+  const watch = entries
+  if (initialized) watch.stop()
+  let last = 0
+  let arrived = false
+  const stalled = setInterval(() => {
+    if (arrived) {
+      arrived = false
+      return
+    }
+    const at = last
+    // A failed check stops nothing: the next one asks again.
+    void anyAfter(at).then(
+      (more) => {
+        if (!more && last === at) watch.stop()
+      },
+      () => {},
+    )
+  }, STALLED_LISTING_CHECK_MS)
+  try {
+    for await (const entry of watch) {
+      last = entry.revision
+      arrived = true
+      yield entry
+    }
+  } finally {
+    clearInterval(stalled)
+    watch.stop()
+  }
+}
