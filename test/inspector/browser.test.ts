@@ -8,14 +8,25 @@ import { serve } from "../../plugins/serve.js"
 import { deferred, ROOT, userMessage, waitFor } from "../fixtures/helpers.js"
 
 /**
- * The task inspector in a real browser: Debian's chromium, driven by playwright-core, loads the
+ * The task inspector in a real browser: chromium, driven by playwright-core, loads the
  * page from a server this test starts, sends messages from the compose box, and sees the answers,
  * the Tasks in the list, their detail and their updates while they run; with auth on, the token
  * prompt, a wrong token refused, and the right one showing that principal's Tasks only.
  * Screenshots go to .tap/inspector/ (kept after the run, to look at).
  */
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium"
+/**
+ * The browser: CHROMIUM_PATH when set, else Debian's chromium when installed, else the build that
+ * @sparticuz/chromium ships inside its npm package (unpacked to the temp directory on first use), so
+ * `npm ci && npm test` needs no apt step. Its flags for a sandboxless container are the ones passed.
+ */
+async function chromiumToLaunch(): Promise<{ executablePath: string; args: string[] }> {
+  const installed = process.env.CHROMIUM_PATH ?? (fs.existsSync("/usr/bin/chromium") ? "/usr/bin/chromium" : undefined)
+  if (installed) return { executablePath: installed, args: [] }
+  const { default: packaged } = await import("@sparticuz/chromium")
+  return { executablePath: await packaged.executablePath(), args: ["--no-sandbox", "--no-zygote", "--disable-gpu"] }
+}
+const CHROMIUM = await chromiumToLaunch()
 const SHOTS = path.join(ROOT, ".tap", "inspector")
 /** Generous: a loaded 2-core machine renders slowly, and every wait is for a condition, never a time. */
 const WAIT = 30_000
@@ -51,8 +62,8 @@ async function agent(t: Test, extra: Partial<ToolnexusA2AOptions> = {}) {
  * violation is one), and, apart, the requests the server refused (`401 GET /tasks`), which a test expects or not.
  */
 async function browserPage(t: Test): Promise<{ browser: Browser; page: Page; problems: string[]; refused: Set<string> }> {
-  const browser = await chromium.launch({ executablePath: CHROMIUM }).catch((err: Error) => {
-    throw new Error(`chromium could not start from ${CHROMIUM}: install Debian's chromium (apt-get install chromium; .ci/run does) or set CHROMIUM_PATH. ${err.message}`, { cause: err })
+  const browser = await chromium.launch(CHROMIUM).catch((err: Error) => {
+    throw new Error(`chromium could not start from ${CHROMIUM.executablePath}: set CHROMIUM_PATH to a chromium build that runs here. ${err.message}`, { cause: err })
   })
   t.teardown(() => browser.close())
   const page = await browser.newPage({ viewport: { width: 1280, height: 800 } })
