@@ -11,7 +11,7 @@ export default tseslint.config(
   {
     languageOptions: {
       globals: globals.node,
-      parserOptions: { project: "./tsconfig.eslint.json", tsconfigRootDir: import.meta.dirname },
+      parserOptions: { project: "./tsconfig.check.json", tsconfigRootDir: import.meta.dirname },
     },
     rules: {
       // A store or model method is async because its interface says Promise, whether or not it awaits.

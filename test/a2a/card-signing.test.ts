@@ -90,7 +90,7 @@ t.test("the canonical payload is what the official SDK canonicalises, for every 
 t.test("a signed card passes the official SDK's verifier, for Ed25519, P-256 and RSA keys, in both versions, with the key from the JWKS", async (t) => {
   const rsa = generateKeyPairSync("rsa", { modulusLength: 2048 }).privateKey
   const keys = [
-    { label: "Ed25519 PEM", cardSigning: { privateKey: ed25519().export({ type: "pkcs8", format: "pem" }) }, alg: "EdDSA" },
+    { label: "Ed25519 PEM", cardSigning: { privateKey: ed25519().export({ type: "pkcs8", format: "pem" }).toString() }, alg: "EdDSA" },
     { label: "P-256 JWK", cardSigning: { privateKey: p256().export({ format: "jwk" }) }, alg: "ES256" },
     { label: "RSA PS256, own kid", cardSigning: { privateKey: JSON.stringify(rsa.export({ format: "jwk" })), alg: "PS256" as const, kid: "card-2026" }, alg: "PS256" },
   ]
@@ -111,7 +111,7 @@ t.test("a signed card passes the official SDK's verifier, for Ed25519, P-256 and
 })
 
 t.test("the official client fetches the signed card and its getAgentCard verifier accepts it", async (t) => {
-  const srv = await serve("127.0.0.1:0", { client, a2a: { store: "memory", cardSigning: { privateKey: p256().export({ type: "sec1", format: "pem" }) } } })
+  const srv = await serve("127.0.0.1:0", { client, a2a: { store: "memory", cardSigning: { privateKey: p256().export({ type: "sec1", format: "pem" }).toString() } } })
   t.teardown(() => srv.close())
   const jwks = (await (await fetch(`${srv.url}/.well-known/jwks.json`)).json()) as { keys: JWK[] }
   const sdk = await new ClientFactory().createFromUrl(srv.url)

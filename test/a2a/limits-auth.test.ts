@@ -22,7 +22,7 @@ const as = (secret: string) => ({ authorization: `Bearer ${secret}` })
 
 t.test("authentication: missing or wrong credentials get 401 with a JSON-RPC error", async (t) => {
   const { post } = await app(t, { auth: { tokens: { [ALICE]: "alice" } } })
-  for (const headers of [{}, as("wrong-secret-0123456789"), { authorization: "Basic abc" }, { "x-api-key": "nope" }]) {
+  for (const headers of [{}, as("wrong-secret-0123456789"), { authorization: "Basic abc" }, { "x-api-key": "nope" }] as Array<Record<string, string>>) {
     const res = await post(rpc("GetTask", { id: "x" }), headers)
     t.equal(res.statusCode, 401, JSON.stringify(headers))
     t.match(res.json(), { jsonrpc: "2.0", id: null, error: { code: -32600, message: /Unauthorized/ } })
@@ -104,7 +104,7 @@ t.test("auth options are checked at registration", async (t) => {
     [{ tokens: { [ALICE]: "" } }, /non-empty principal/],
   ] as const) {
     const instance = Fastify()
-    await t.rejects(instance.register(toolnexusA2A, { client: createLocalClient(() => "x"), auth: auth }).ready(), message)
+    await t.rejects(Promise.resolve(instance.register(toolnexusA2A, { client: createLocalClient(() => "x"), auth: auth }).ready()), message)
     await instance.close()
   }
 })

@@ -12,7 +12,7 @@ import { ClientFactory, type Client } from "@a2a-js/sdk/client"
 import { GrpcTransportFactory } from "@a2a-js/sdk/client/grpc"
 import { RequestMalformedError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
 import * as grpc from "@grpc/grpc-js"
-import Fastify, { type FastifyInstance } from "fastify"
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify"
 import { createPrivateKey } from "node:crypto"
 import net from "node:net"
 import { pino } from "pino"
@@ -33,7 +33,7 @@ import { InMemoryTaskStore } from "../../lib/stores/memory/store.js"
 import type { A2ATask } from "../../lib/types.js"
 import { parseCli, USAGE } from "../../lib/cli.js"
 import { toolnexusA2A, type ToolnexusA2AOptions } from "../../plugins/a2a.js"
-import { serve } from "../../plugins/serve.js"
+import { serve, type SecureFastifyInstance } from "../../plugins/serve.js"
 import { deferred, gatedModel, injectRpc, memoryLogger, rpc, selfSignedCertificate, startCli, waitFor } from "../fixtures/helpers.js"
 import { pushConfigRoundTrip, sendAndGet } from "../fixtures/sdk-scenarios.js"
 
@@ -152,7 +152,7 @@ t.test("convert: the scalar kinds a2a.proto lacks: int64 as numbers both ways, b
 
 t.test("convert: a value of the wrong form names its field", async (t) => {
   const fails = (name: string, json: unknown, field: string | RegExp, wanted: RegExp) => {
-    t.throws(() => fromProtoJson(messageType(name), json), { name: "ProtoJsonError", field, message: wanted }, field)
+    t.throws(() => fromProtoJson(messageType(name), json), { name: "ProtoJsonError", field, message: wanted }, String(field))
   }
   fails("TaskStatus", { timestamp: "yesterday" }, "timestamp", /RFC 3339/)
   fails("TaskStatus", { timestamp: 1769860800 }, "timestamp", /RFC 3339/)
@@ -201,7 +201,8 @@ interface GrpcAgent {
 async function grpcAgent(t: Test, opts: Partial<ToolnexusA2AOptions> = {}, tls?: { key: string; cert: string }): Promise<GrpcAgent> {
   const model = gatedModel()
   const lines: Array<Record<string, any>> = []
-  const app = Fastify({ loggerInstance: pino({ level: "info" }, { write: (line: string) => void lines.push(JSON.parse(line)) }) })
+  const loggerInstance: FastifyBaseLogger = pino({ level: "info" }, { write: (line: string) => void lines.push(JSON.parse(line)) })
+  const app = Fastify({ loggerInstance })
   await app.register(toolnexusA2A, { client: createLocalClient(model.respond), name: "grpc-agent", push: { allow: ["127.0.0.1"] }, ...opts })
   t.teardown(() => app.close())
   await app.ready()
@@ -212,7 +213,7 @@ async function grpcAgent(t: Test, opts: Partial<ToolnexusA2AOptions> = {}, tls?:
 }
 
 /** The official client over gRPC, from the plugin's card with its interfaces pointed at `address` (the card's own GRPC entry is wired elsewhere). */
-async function sdkFor(app: FastifyInstance, address: string, credentials?: grpc.ChannelCredentials): Promise<Client> {
+async function sdkFor(app: FastifyInstance | SecureFastifyInstance, address: string, credentials?: grpc.ChannelCredentials): Promise<Client> {
   const card = (await app.inject({ url: "/.well-known/agent-card.json", headers: { "a2a-version": "1.0" } })).json()
   card.supportedInterfaces = [{ url: address, protocolBinding: "GRPC", protocolVersion: "1.0" }]
   return new ClientFactory({ transports: [new GrpcTransportFactory(credentials && { grpcChannelCredentials: credentials })] }).createFromAgentCard(AgentCard.fromJSON(card))
@@ -591,7 +592,7 @@ t.test("serve(addr, { grpc }): gRPC on its own address, with https's certificate
   t.teardown(() => srv.stop())
   t.match(srv.grpc, /^127\.0\.0\.1:\d+$/)
   t.not(srv.grpc, new URL(srv.url).host, "an address of its own")
-  const sdk = await sdkFor(srv.app as FastifyInstance, srv.grpc!.replace("127.0.0.1", "localhost"), grpc.credentials.createSsl(Buffer.from(cert)))
+  const sdk = await sdkFor(srv.app, srv.grpc!.replace("127.0.0.1", "localhost"), grpc.credentials.createSsl(Buffer.from(cert)))
   t.equal(((await sdk.sendMessage(say("hi"))) as any).status.state, TaskState.TASK_STATE_COMPLETED, "over TLS, with the HTTPS certificate")
   const plain = await serve("127.0.0.1:0", { client: createLocalClient(() => "x"), logger: false })
   t.teardown(() => plain.stop())

@@ -5,7 +5,7 @@ import t, { type Test } from "tap"
 import { createLocalClient } from "../../lib/client/client.js"
 import { serve, type ServedAgent } from "../../plugins/serve.js"
 import type { TaskStore } from "../../lib/stores/task-store.js"
-import { gatedModel, postRpc, RecordingStore, sseMessages, waitFor } from "../fixtures/helpers.js"
+import { errorWith, gatedModel, postRpc, RecordingStore, sseMessages, waitFor } from "../fixtures/helpers.js"
 import { sendAndGet } from "../fixtures/sdk-scenarios.js"
 
 /**
@@ -68,7 +68,7 @@ t.test("official SDK: cancel stops a running task for good", async (t) => {
   t.equal(signals[0].aborted, true, "the model request saw the abort")
   const later = (await sdk.getTask(GetTaskRequest.fromJSON({ id: running.id }))) as any
   t.equal(later.status.state, TaskState.TASK_STATE_CANCELED)
-  await t.rejects(sdk.cancelTask(CancelTaskRequest.fromJSON({ id: running.id })), { envelopeCode: -32002 }, "a terminal task is not cancelable")
+  await t.rejects(sdk.cancelTask(CancelTaskRequest.fromJSON({ id: running.id })), errorWith({ envelopeCode: -32002 }), "a terminal task is not cancelable")
   // stop() waits for the canceled run to let go: whatever it would still save is saved by then.
   await srv.stop()
   t.same(store.statesOf(running.id), ["submitted", "working", "canceled"], "no later save overwrote canceled")
@@ -102,7 +102,7 @@ t.test("official SDK: stream and resubscribe", async (t) => {
     (async () => {
       for await (const _ of sdk.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: pending.id }))) break
     })(),
-    { envelopeCode: -32004 },
+    errorWith({ envelopeCode: -32004 }),
     "resubscribing to a finished task is unsupported",
   )
 })
@@ -140,7 +140,7 @@ t.test("official SDK: not-found errors", async (t) => {
   const { sdk } = await start(t)
   const missing = GetTaskRequest.fromJSON({ id: "no-such-task" })
   await t.rejects(sdk.getTask(missing), TaskNotFoundError)
-  await t.rejects(sdk.cancelTask(CancelTaskRequest.fromJSON({ id: "no-such-task" })), { envelopeCode: -32001 })
+  await t.rejects(sdk.cancelTask(CancelTaskRequest.fromJSON({ id: "no-such-task" })), errorWith({ envelopeCode: -32001 }))
   await t.rejects(
     (async () => {
       for await (const _ of sdk.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: "no-such-task" }))) break

@@ -3,7 +3,7 @@ import { CancelTaskRequest, DeleteTaskPushNotificationConfigRequest, GetTaskPush
 import { Client, ClientFactory, RestTransportFactory, TenantTransportDecorator } from "@a2a-js/sdk/client"
 import { LegacyRestTransport } from "@a2a-js/sdk/compat/v0_3/client"
 import { TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from "@a2a-js/sdk/errors"
-import Fastify, { type FastifyInstance } from "fastify"
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify"
 import { pino } from "pino"
 import t, { type Test } from "tap"
 import { A2AError, ErrorCode } from "../../lib/a2a/errors.js"
@@ -455,7 +455,8 @@ t.test("one log line per REST request, with binding rest; refusals logged too", 
     },
   })
   const { respond } = model()
-  const app = Fastify({ loggerInstance: pino({ level: "info" }, sink) })
+  const loggerInstance: FastifyBaseLogger = pino({ level: "info" }, sink)
+  const app = Fastify({ loggerInstance })
   await app.register(toolnexusA2A, agentOptions(respond))
   t.teardown(() => app.close())
   const http = overInject(app)

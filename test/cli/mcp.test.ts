@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process"
 import fs from "node:fs"
 import path from "node:path"
-import t from "tap"
+import t, { type Test } from "tap"
 import { parseCli, USAGE } from "../../lib/cli.js"
 import { callRpc, CLI_BIN, modelServer, ROOT, rpc, startCli, tmpDir, userMessage } from "../fixtures/helpers.js"
 import { gone, stdioServer } from "../fixtures/mcp.js"
@@ -9,7 +9,7 @@ import { gone, stdioServer } from "../fixtures/mcp.js"
 /* The command's --mcp-config FILE: an mcp.json as desktop clients and IDEs write it, its servers' tools given to the agent. */
 
 /** Writes an mcp.json (or any text) in the test's directory; its path. */
-function mcpJson(t: Parameters<Parameters<typeof t.test>[1]>[0], content: unknown): string {
+function mcpJson(t: Test, content: unknown): string {
   const file = path.join(tmpDir(t, "tn-mcp-cli-"), "mcp.json")
   fs.writeFileSync(file, typeof content === "string" ? content : JSON.stringify(content))
   return file

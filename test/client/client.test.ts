@@ -2,6 +2,7 @@ import t from "tap"
 import { createClient, createLocalClient, type ModelFunction } from "../../lib/client/client.js"
 import type { ChatMessage } from "../../lib/models/model.js"
 import { createToolkit } from "../../lib/tools/toolkit.js"
+import type { Tool } from "../../lib/tools/types.js"
 import { addTool, closedPort, modelServer, waitFor } from "../fixtures/helpers.js"
 
 const KEY = "sk-test-0123456789abcdef"

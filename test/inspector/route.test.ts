@@ -209,7 +209,7 @@ t.test("opts.inspector is checked at registration", async (t) => {
   for (const inspector of ["yes", 1, {}]) {
     const app = Fastify()
     t.teardown(() => app.close())
-    await t.rejects(app.register(toolnexusA2A, { client, inspector: inspector as never }).ready(), /opts\.inspector should be true .* or false/)
+    await t.rejects(Promise.resolve(app.register(toolnexusA2A, { client, inspector: inspector as never }).ready()), /opts\.inspector should be true .* or false/)
   }
 })
 

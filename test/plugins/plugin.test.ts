@@ -25,7 +25,7 @@ t.test("serves JSON-RPC on POST / and decorates the app with the store", async (
 
 t.test("lives beside the app's own routes, error handler and parsers without changing them", async (t) => {
   const app = await build(t, { prefix: "/agents/desk" }, (app) => {
-    app.setErrorHandler((err, _req, reply) => reply.code(418).send({ mine: true, message: err.message }))
+    app.setErrorHandler((err: Error, _req, reply) => reply.code(418).send({ mine: true, message: err.message }))
     app.addContentTypeParser("text/csv", { parseAs: "string" }, (_req, body, done) => done(null, { csv: body }))
     app.post("/echo", async (req) => req.body)
     app.get("/boom", async () => {
@@ -118,13 +118,13 @@ t.test("bad options fail at registration, naming the option", async (t) => {
   ]
   for (const [opts, message] of cases) {
     const app = Fastify()
-    await t.rejects(app.register(toolnexusA2A, { client, ...opts }).ready(), message, JSON.stringify(Object.keys(opts)))
+    await t.rejects(Promise.resolve(app.register(toolnexusA2A, { client, ...opts }).ready()), message, JSON.stringify(Object.keys(opts)))
     await app.close()
   }
   const twice = Fastify()
   twice.register(toolnexusA2A, { client })
   twice.register(toolnexusA2A, { client, prefix: "/two" })
-  await t.rejects(twice.ready(), /already has a taskStore/)
+  await t.rejects(Promise.resolve(twice.ready()), /already has a taskStore/)
   await twice.close()
 })
 

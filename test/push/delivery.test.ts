@@ -491,7 +491,7 @@ t.test("a save wakes the sender only when it enqueued something (or its store ca
   t.equal(wakes, 2, "one wake for a save that enqueued two")
 
   // A host store whose saveWithEvent resolves with nothing: every save wakes the sender.
-  const vague = { ...store.push, saveWithEvent: async (task: A2ATask) => void (await store.save(task)) }
+  const vague = Object.assign(Object.create(store.push) as typeof store.push, { saveWithEvent: async (task: A2ATask) => void (await store.save(task)) })
   let vagueWakes = 0
   await transitionSaver(store, { store: vague, enqueued: () => vagueWakes++ })(sampleTask("quiet", "completed"))
   t.equal(vagueWakes, 1)

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto"
-import t from "tap"
+import t, { type Test } from "tap"
 import { createClient, createLocalClient } from "../../lib/client/client.js"
 import { createToolkit, type Toolkit } from "../../lib/tools/toolkit.js"
 import { modelServer, memoryLogger, waitFor } from "../fixtures/helpers.js"
@@ -16,7 +16,7 @@ const openAIToolCall = (id: string, name: string, args: string) => ({ id, type: 
 const hashOf = (name: string) => createHash("sha256").update(name).digest("hex").slice(0, 8)
 
 /** A toolkit with the fixture as server "files" (and nothing else); closed when the test ends. */
-async function filesToolkit(t: Parameters<Parameters<typeof t.test>[1]>[0], extra: Record<string, unknown> = {}) {
+async function filesToolkit(t: Test, extra: Record<string, unknown> = {}) {
   const server = stdioServer(t)
   const toolkit = await createToolkit({ builtins: false, mcpServers: { files: { ...server.config, ...extra } } })
   t.teardown(() => toolkit.close())

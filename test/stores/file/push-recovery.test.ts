@@ -25,7 +25,7 @@ async function saveState(store: FileTaskStore, id: string, state: TaskState): Pr
 const taskFile = async (dir: string, id: string) => JSON.parse(await fsp.readFile(path.join(dir, `${id}.json`), "utf8"))
 
 /** What Task `id`'s file records as pending. */
-const recorded = async (dir: string, id: string): Promise<Array<{ key: string; event: { task?: { status: { state: string } } } }>> =>
+const recorded = async (dir: string, id: string): Promise<Array<{ key: string; at: number; event: { task?: { status: { state: string } } } }>> =>
   (await taskFile(dir, id)).metadata?.toolnexus?.pushPending ?? []
 
 /** The notification files of Task `id`. */
@@ -420,7 +420,7 @@ t.test("a store never closed marks what it sent within seconds: a reboot then se
   const { dir, calls, store } = await storeWithConfig(t)
   calls.length = 0
   await saveState(store, "t-1", "working")
-  const [record] = (await recorded(dir, "t-1")) as Array<{ at: number }>
+  const [record] = await recorded(dir, "t-1")
   t.equal((await drain(store)).length, 1)
   const mark = async () => {
     const name = (await fsp.readdir(bootDir(dir))).find((file) => file.startsWith("w-") && !file.endsWith(".tmp"))

@@ -3,7 +3,7 @@ import { withInternals } from "../../../lib/internals.js"
 import { InMemoryTaskStore } from "../../../lib/stores/memory/store.js"
 import { StoreFullError } from "../../../lib/stores/store-full.js"
 import type { A2ATask, TaskState } from "../../../lib/types.js"
-import { sampleTask } from "../../fixtures/helpers.js"
+import { errorWith, sampleTask } from "../../fixtures/helpers.js"
 
 /** A Task of about `chars` characters of text, owned by `owner` (undefined: created without authentication). */
 function taskOf(id: string, state: TaskState, chars = 100, owner?: string): A2ATask {
@@ -124,7 +124,7 @@ t.test("a principal's share in bytes", async (t) => {
   t.same(store.usageOf("alice").tasks, 3)
   t.ok(await store.get("bob-done"))
   for (let i = 0; i < 3; i++) await store.save(taskOf(`alice-open-${i}`, "working", 5000, "alice"))
-  await t.rejects(store.save(taskOf("alice-more", "working", 5000, "alice")), { limit: "maxBytesPerOwner", owner: "alice" })
+  await t.rejects(store.save(taskOf("alice-more", "working", 5000, "alice")), errorWith({ limit: "maxBytesPerOwner", owner: "alice" }))
   await store.save(taskOf("bob-open", "working", 5000, "bob"))
   t.same(store.usageOf("bob").tasks, 2)
 })

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto"
 import { connect as connectTcp, createServer, type Socket } from "node:net"
 import { inspect } from "node:util"
-import { setImmediate as setImmediatePromise } from "node:timers/promises"
+import { setImmediate as setImmediatePromise, setTimeout as sleep } from "node:timers/promises"
 import { connect, headers, type KV, type NatsConnection } from "nats"
 import t, { type Test } from "tap"
 import type { StoreErrorContext } from "../../../lib/stores/background-errors.js"
@@ -490,7 +490,7 @@ t.test("NatsTaskStore: list() ends though a delete marker it counted is purged u
     while (!listed && (await streams.info(`KV_${store.bucket}`)).state.consumer_count === consumersBefore) await setImmediatePromise()
     await streams.purge(`KV_${store.bucket}`, { filter: `$KV.${store.bucket}.${id}`, seq: marker!.revision + 1 })
     // A listing still unsettled 20 s on counts as hung (a bound on the failure, not a timing target).
-    const page = await Promise.race([listing, new Promise<undefined>((resolve) => setTimeout(resolve, 20_000).unref())])
+    const page = await Promise.race([listing, sleep(20_000, undefined, { ref: false })])
     t.ok(page !== undefined, `round ${round}: the listing ended`)
     if (page === undefined) break
     t.same(page.tasks.map((each) => each.id).sort(), kept, `round ${round}: every Task, and not the deleted one`)
