@@ -136,9 +136,14 @@ t.test("a stream whose peer goes away does not stop its task", async (t) => {
   const body = JSON.stringify(rpc("message/stream", { message: userMessage("x") }))
   const firstEvent = await new Promise<string>((resolve, reject) => {
     const req = http.request({ host: "127.0.0.1", port, method: "POST", path: "/", headers: { "content-type": "application/json" } }, (res) => {
-      res.once("data", (chunk) => {
-        resolve(String(chunk))
-        req.destroy() // the peer goes away mid-stream
+      // The first event whole (one chunk may hold more than one, or part of one), then the peer goes away mid-stream.
+      let received = ""
+      res.on("data", (chunk) => {
+        received += String(chunk)
+        const end = received.indexOf("\n\n")
+        if (end === -1) return
+        resolve(received.slice(0, end))
+        req.destroy()
       })
     })
     req.on("error", () => {})
