@@ -160,3 +160,26 @@ console.log(JSON.stringify([root.toolnexusA2A, stores.FileTaskStore, client.crea
   const cjs = await run(process.execPath, ["consumer.cjs"], { cwd: project })
   t.same(JSON.parse(cjs.stdout), ["function", "function", "function", "function"], 'require("toolnexus") and each subpath work from CommonJS')
 })
+
+t.test("npm pack from a clean checkout builds first: the tarball has dist/ and the CLI", { timeout: 280_000 }, async (t) => {
+  // The checkout's files as git knows them (committed or not, less what .gitignore leaves out): no dist/ among them.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tn-clean-"))
+  t.teardown(() => fs.rmSync(dir, { recursive: true, force: true }))
+  const { stdout } = await run("git", ["ls-files", "--cached", "--others", "--exclude-standard", "-z"], { cwd: root, maxBuffer: 16 * 1024 * 1024 })
+  const files = stdout.split("\0").filter((file) => file !== "" && fs.existsSync(path.join(root, file)))
+  t.notOk(files.some((file) => file.startsWith("dist/")), "a clean checkout has no dist/")
+  for (const file of files) {
+    fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true })
+    fs.copyFileSync(path.join(root, file), path.join(dir, file))
+  }
+  fs.symlinkSync(path.join(root, "node_modules"), path.join(dir, "node_modules"), "dir")
+
+  // Scripts on, as `npm pack` and `npm publish` run them: prepack builds.
+  const packed = await run("npm", ["pack", "--dry-run", "--json"], { cwd: dir, maxBuffer: 16 * 1024 * 1024 })
+  const json = packed.stdout.slice(packed.stdout.indexOf("[")) // what the build printed comes first
+  const shipped = new Set((JSON.parse(json) as PackResult[])[0].files.map((file) => file.path))
+  for (const file of ["dist/index.js", "dist/index.d.ts", ...Object.values(manifest.bin).map(relative)]) t.ok(shipped.has(file), `${file} is packed`)
+  for (const [subpath, target] of Object.entries(manifest.exports)) {
+    if (typeof target !== "string") t.ok(shipped.has(relative(target.default)), `${subpath}: ${target.default} is packed`)
+  }
+})
