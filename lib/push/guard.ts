@@ -167,11 +167,29 @@ const BLOCKS: ReadonlyArray<{ reason: WebhookRefusal; what: string; list: BlockL
   return { reason, what, list }
 })
 
-/** The refusal for an address, or undefined when it may be reached. An IPv4-mapped IPv6 address is judged as its IPv4 address. */
+/** The IPv4-translated range (RFC 2765, ::ffff:0:a.b.c.d), which BlockList does not read as IPv4 as it does the mapped ::ffff:a.b.c.d. */
+const TRANSLATED = new BlockList()
+TRANSLATED.addSubnet("::ffff:0:0:0", 96, "ipv6")
+
+/**
+ * The refusal for an address, or undefined when it may be reached. An
+ * IPv4-mapped (::ffff:a.b.c.d) or IPv4-translated (::ffff:0:a.b.c.d) IPv6
+ * address is judged as the IPv4 address it carries.
+ */
 export function blockedAddress(address: string, family: number): { reason: WebhookRefusal; what: string } | undefined {
+  if (family === 6 && TRANSLATED.check(address, "ipv6")) return blockedAddress(lastIPv4(address), 4)
   const type = family === 6 ? "ipv6" : "ipv4"
   // BlockList matches an IPv4-mapped address (::ffff:a.b.c.d) against the IPv4 rules itself.
   return BLOCKS.find((block) => block.list.check(address, type))
+}
+
+/** The IPv4 address in an IPv6 address's last 32 bits, written either as a dotted quad or as two hex groups. */
+function lastIPv4(address: string): string {
+  const tail = address.slice(address.lastIndexOf(":") + 1)
+  if (tail.includes(".")) return tail
+  const high = address.slice(0, address.lastIndexOf(":"))
+  const groups = [Number.parseInt(high.slice(high.lastIndexOf(":") + 1) || "0", 16), Number.parseInt(tail || "0", 16)]
+  return [groups[0] >> 8, groups[0] & 0xff, groups[1] >> 8, groups[1] & 0xff].join(".")
 }
 
 const defaultResolve = (host: string): Promise<LookupAddress[]> => dns.lookup(host, { all: true, verbatim: true })

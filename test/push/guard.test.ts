@@ -38,6 +38,8 @@ t.test("literal addresses of every refused kind are refused with the reason and 
     ["http://169.254.169.254/latest/meta-data/", "metadata", "169.254.169.254"],
     ["http://[::ffff:10.0.0.5]/", "private", "::ffff:a00:5"],
     ["http://[::ffff:127.0.0.1]/", "loopback", "::ffff:7f00:1"],
+    ["http://[::ffff:0:127.0.0.1]/", "loopback", "::ffff:0:7f00:1"],
+    ["http://[::ffff:0:a9fe:a9fe]/", "metadata", "::ffff:0:a9fe:a9fe"],
     ["http://[64:ff9b::a00:5]/", "nat64", "64:ff9b::a00:5"],
   ]
   for (const [url, reason, address] of cases) {
@@ -112,6 +114,21 @@ t.test("blockedAddress: public addresses pass, IPv4-mapped is judged as IPv4", a
     t.equal(blockedAddress(address, family), undefined, address)
   }
   t.equal(blockedAddress("::ffff:192.168.0.1", 6)?.reason, "private")
+})
+
+t.test("blockedAddress: an IPv4-translated address (::ffff:0:a.b.c.d, RFC 2765) is judged as the IPv4 address it carries", async (t) => {
+  for (const [address, reason] of [
+    ["::ffff:0:127.0.0.1", "loopback"],
+    ["::ffff:0:7f00:1", "loopback"],
+    ["0:0:0:0:ffff:0:a00:5", "private"],
+    ["::ffff:0:169.254.169.254", "metadata"],
+    ["::ffff:0:c0a8:101", "private"],
+    ["::ffff:0:0.0.0.0", "unspecified"],
+  ] as const) {
+    t.equal(blockedAddress(address, 6)?.reason, reason, `${address} is refused as ${reason}`)
+  }
+  t.equal(blockedAddress("::ffff:0:8.8.8.8", 6), undefined, "a public IPv4 address carried that way passes")
+  t.equal(blockedAddress("::ffff:0:808:808", 6), undefined, "written in hex too")
   t.equal(blockedAddress("fd00:ec2::254", 6)?.reason, "metadata")
 })
 
