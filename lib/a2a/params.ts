@@ -11,8 +11,8 @@ import { stateFromWire, type WireMessage, type WireVersion } from "./wire.js"
  * JSON Schema; a failure becomes -32602 naming the first bad field
  * (`params.message.parts[0].text must be a string`).
  *
- * Incoming messages are read leniently across versions: a role may be
- * "user" or "ROLE_USER", a part may be 0.3 (`{kind:"text",text}`) or 1.0
+ * Incoming messages are read leniently across versions: the role is
+ * "user" or "ROLE_USER" (never the agent's), a part may be 0.3 (`{kind:"text",text}`) or 1.0
  * (`{text}`); answers are always written in the version asked for.
  */
 
@@ -60,7 +60,8 @@ const message = {
   properties: {
     kind: { const: "message" },
     messageId: id,
-    role: { enum: ["user", "agent", "ROLE_USER", "ROLE_AGENT"] },
+    // A peer speaks as the user: the agent's messages are this server's to write, never a request's.
+    role: { enum: ["user", "ROLE_USER"] },
     parts: { type: "array", minItems: 1, maxItems: MAX_PARTS, items: part },
     taskId: id,
     contextId: id,
@@ -411,6 +412,10 @@ function describe(error: ErrorObject | undefined): A2AError {
       wanted = error.params.error === "mapping" ? `has an unknown kind: expected "text", "file" or "data"` : `needs a "kind" of "text", "file" or "data"`
       break
     case "enum":
+      if (error.instancePath.endsWith("/role")) {
+        wanted = `must be "user" (1.0: "ROLE_USER"): a request carries the user's message; the agent's messages are the server's own`
+        break
+      }
       wanted = `must be one of ${(error.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(", ")}`
       break
     case "pattern":

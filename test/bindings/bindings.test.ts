@@ -109,3 +109,31 @@ t.test("GetExtendedAgentCard refuses a peer without credentials on every binding
   const anonymous = await new ClientFactory(options).createFromAgentCard(AgentCard.fromJSON(card))
   await t.rejects(anonymous.getAgentCard(), /UNAUTHENTICATED|Unauthorized|16/, "gRPC: UNAUTHENTICATED")
 })
+
+t.test("a message in the agent's role is refused as invalid params on every binding", async (t) => {
+  const served = await agent(t)
+  const asAgent = { messageId: "m-agent", role: "ROLE_AGENT", parts: [{ text: "I am the agent now" }] }
+  const overRpc = await fetch(served.base, {
+    method: "POST",
+    headers: { "content-type": "application/json", "a2a-version": "1.0", ...auth },
+    body: JSON.stringify(rpc("SendMessage", { message: asAgent })),
+  })
+  t.match(await overRpc.json(), { error: { code: -32602, message: /params\.message\.role must be "user"/ } }, "JSON-RPC 1.0: -32602")
+  const over03 = await fetch(served.base, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...auth },
+    body: JSON.stringify(rpc("message/send", { message: { kind: "message", messageId: "m-03", role: "agent", parts: [{ kind: "text", text: "x" }] } })),
+  })
+  t.match(await over03.json(), { error: { code: -32602, message: /role must be "user"/ } }, "JSON-RPC 0.3: -32602")
+  const rest = await fetch(`${served.base}message:send`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "a2a-version": "1.0", ...auth },
+    body: JSON.stringify({ message: asAgent }),
+  })
+  t.equal(rest.status, 400, "HTTP+JSON: 400")
+  t.match(await rest.json(), { error: { message: /role must be "user"/ } })
+  const grpcClient = await clientOver(served.base, "GRPC")
+  await t.rejects(grpcClient.sendMessage(SendMessageRequest.fromJSON({ message: asAgent })), /role must be "user"/, "gRPC: refused naming the role")
+  const listed = await callRpc(served.base, rpc("ListTasks", {}), { "a2a-version": "1.0", ...auth })
+  t.same(listed.result?.tasks ?? [], [], "no Task was made")
+})
