@@ -27,6 +27,7 @@ export const GrpcStatus = {
   INVALID_ARGUMENT: 3,
   NOT_FOUND: 5,
   FAILED_PRECONDITION: 9,
+  RESOURCE_EXHAUSTED: 8,
   UNIMPLEMENTED: 12,
   INTERNAL: 13,
   UNAUTHENTICATED: 16,
@@ -108,6 +109,16 @@ export class A2AError extends Error {
   static taskNotFound(id: string): A2AError {
     return new A2AError(ErrorCode.TaskNotFound, `Task not found: ${truncate(id)}`, { taskId: truncate(id) })
   }
+}
+
+/** An error the server raises when it is at a capacity (streams, running Tasks): the peer may retry later. */
+export function isAtCapacity(error: A2AError): boolean {
+  return error.code === ErrorCode.InternalError && (error.data as { retryable?: unknown } | undefined)?.retryable === true
+}
+
+/** The gRPC status an error ends a call with: its row's, but RESOURCE_EXHAUSTED for a capacity refusal, as gRPC names running out of a quota. */
+export function grpcStatusName(error: A2AError): GrpcStatusName {
+  return isAtCapacity(error) ? "RESOURCE_EXHAUSTED" : BINDING_ERRORS[error.code].grpc
 }
 
 /** Keeps ids echoed in messages to a readable size. */

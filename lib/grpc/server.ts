@@ -2,7 +2,7 @@ import { createPrivateKey } from "node:crypto"
 import * as grpc from "@grpc/grpc-js"
 import type protobuf from "protobufjs"
 import type { Authenticator } from "../a2a/auth.js"
-import { A2AError, BINDING_ERRORS, ErrorCode } from "../a2a/errors.js"
+import { A2AError, ErrorCode, grpcStatusName } from "../a2a/errors.js"
 import type { A2AOperations, OperationName, OperationResult } from "../a2a/operations.js"
 import { OpenStreams } from "../streams/open-streams.js"
 import type { StreamItem } from "../streams/task-streams.js"
@@ -293,7 +293,7 @@ export class A2AGrpcServer {
   /** One line per call, with the JSON-RPC route's fields; a refusal before any operation is logged as one. */
   private logLine(log: Logger, method: string, called: { failure?: Failure; taskId?: string; refused?: boolean }, started: number, stream = false): void {
     const { failure } = called
-    const status = failure === undefined ? "OK" : failure instanceof A2AError ? BINDING_ERRORS[failure.code].grpc : grpc.status[failure.code]
+    const status = failure === undefined ? "OK" : failure instanceof A2AError ? grpcStatusName(failure) : grpc.status[failure.code]
     const fields = {
       method,
       taskId: called.taskId,

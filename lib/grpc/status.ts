@@ -1,5 +1,5 @@
 import protobuf from "protobufjs"
-import { A2AError, BINDING_ERRORS, ERROR_INFO_TYPE, errorInfo, GrpcStatus } from "../a2a/errors.js"
+import { A2AError, ERROR_INFO_TYPE, errorInfo, GrpcStatus, grpcStatusName } from "../a2a/errors.js"
 
 /**
  * An A2AError as gRPC answers it (the spec's §10.6): the status code of
@@ -51,7 +51,7 @@ export interface GrpcErrorStatus {
 }
 
 export function grpcErrorStatus(error: A2AError): GrpcErrorStatus {
-  const code = GrpcStatus[BINDING_ERRORS[error.code].grpc]
+  const code = GrpcStatus[grpcStatusName(error)]
   const info = errorInfo(error)
   const details = [{ type_url: ERROR_INFO_TYPE, value: ErrorInfo.encode(info).finish() }]
   const field = info.metadata.field

@@ -447,6 +447,24 @@ t.test("a stream ends when its peer cancels the call (the slot is given back), a
   t.same(await second, ["task:TASK_STATE_SUBMITTED", "status:TASK_STATE_WORKING", "status:TASK_STATE_FAILED"], "the close ended the open stream")
 })
 
+t.test("a stream past the stream caps is refused RESOURCE_EXHAUSTED, saying which cap", async (t) => {
+  const { sdk, lines } = await grpcAgent(t, { shutdownGraceMs: 0, maxStreamsPerPrincipal: 1 })
+  let opened!: () => void
+  const open = new Promise<void>((resolve) => (opened = resolve))
+  const cancel = new AbortController()
+  const first = readStream(sdk.sendMessageStream(say("wait held"), { signal: cancel.signal }), (seen) => seen.length === 2 && opened()).catch(() => [])
+  await open
+  const refused = await readStream(sdk.sendMessageStream(say("wait refused"))).then(
+    () => undefined,
+    (err: unknown) => err as Error & { code?: unknown },
+  )
+  t.match(refused?.message, /maxStreamsPerPrincipal \(1\)/, "the message names the cap")
+  t.match(refused?.message, /sendStreamingMessage: 8 /, "the status is RESOURCE_EXHAUSTED (8)")
+  await waitFor(() => lines.some((entry) => entry.method === "SendStreamingMessage" && entry.status === "RESOURCE_EXHAUSTED"), 15_000, "the refusal's log line")
+  cancel.abort()
+  await first
+})
+
 t.test("TLS: the same certificate serves gRPC; a plaintext client is not answered", async (t) => {
   const { cert, key } = selfSignedCertificate(t)
   const { app, sdk, address } = await grpcAgent(t, {}, { key, cert })
