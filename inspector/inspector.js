@@ -435,9 +435,16 @@ $("compose-text").addEventListener("keydown", (event) => {
 // ---------------------------------------------------------------------------
 // Start
 
+/** The Task the address names (#task=<id>), or undefined; a fragment that is no valid percent-encoding is reported, not thrown. */
 function selectedFromHash() {
   const match = /^#task=(.+)$/.exec(location.hash)
-  return match ? decodeURIComponent(match[1]) : undefined
+  if (!match) return undefined
+  try {
+    return decodeURIComponent(match[1])
+  } catch {
+    showError(new Error(`The address names no Task: "#task=${match[1].slice(0, 80)}" is not a valid percent-encoded id`))
+    return undefined
+  }
 }
 
 window.addEventListener("hashchange", () => void select(selectedFromHash()))

@@ -295,6 +295,18 @@ t.test("the inspector in chromium: a Task that ends before its subscription open
   t.same(problems, [])
 })
 
+t.test("the inspector in chromium: an address naming no valid Task id (#task=%E0%A4%A) shows an error, not an uncaught one", async (t) => {
+  const { srv } = await agent(t)
+  const { page, problems } = await browserPage(t)
+  await page.goto(`${srv.url}/inspector/#task=%E0%A4%A`)
+  await page.getByRole("alert").filter({ hasText: "is not a valid percent-encoded id" }).waitFor()
+  t.match(await page.locator("#error-text").textContent(), /The address names no Task: "#task=%E0%A4%A"/)
+  t.same(problems, [], "no page error (an uncaught URIError would be one)")
+  await page.evaluate(() => (location.hash = "#task=%ZZ"))
+  await page.locator("#error-text", { hasText: "#task=%ZZ" }).waitFor()
+  t.same(problems, [], "nor on a later hash change")
+})
+
 t.test("the inspector with auth on in chromium: the token prompt, a wrong token refused, one principal's Tasks only", async (t) => {
   const ALICE = "alice-secret-0123456789"
   const BOB = "bob-secret-0123456789ab"
