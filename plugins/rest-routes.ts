@@ -3,6 +3,7 @@ import type { FastifyContextConfig, FastifyError, FastifyInstance, FastifyReply,
 import { bodyTooDeep } from "../lib/a2a/depth.js"
 import { A2AError, ErrorCode } from "../lib/a2a/errors.js"
 import type { A2AOperations } from "../lib/a2a/operations.js"
+import { renameQueryFields } from "../lib/a2a/proto-names.js"
 import { errorAnswer, errorForm, REQUEST_CONTENT_TYPES, REST_ROUTES, RestBinding, type RestRoute } from "../lib/a2a/rest.js"
 import type { createAuthentication } from "./authenticate.js"
 import { closeAfterRefusal, countRefusal, type A2ARouteConfig } from "./http-errors.js"
@@ -47,7 +48,20 @@ export async function restRoutes(routes: FastifyInstance, opts: RestRoutesOption
     if (tooDeep) return done(tooDeep, undefined)
     void parseJson(request, text, done) // Fastify's own parser is synchronous; its typing allows a promise
   })
-  routes.setValidatorCompiler(({ schema, httpPart }) => (httpPart === "body" ? bodies : textParts).compile(schema))
+  routes.setValidatorCompiler(({ schema, httpPart }) => {
+    const validate = (httpPart === "body" ? bodies : textParts).compile(schema)
+    if (httpPart !== "querystring") return validate
+    // ProtoJSON's proto names (page_size) are read as the JSON names (pageSize) before the query is checked and coerced.
+    // Fastify reads a failed check's errors from the function's `errors`, as Ajv leaves them: pass them through.
+    return Object.defineProperty(
+      (query: unknown) => {
+        if (query !== null && typeof query === "object") renameQueryFields(query as Record<string, unknown>)
+        return validate(query)
+      },
+      "errors",
+      { get: () => validate.errors },
+    )
+  })
   routes.setErrorHandler(answerRestError)
 
   const binding = new RestBinding(opts.operations)

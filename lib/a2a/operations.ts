@@ -22,6 +22,7 @@ import {
   type PushConfigInput,
   type SendMessageParams,
 } from "./params.js"
+import { withJsonNames } from "./proto-names.js"
 import { PushConfigs, type PushSettings } from "./push-configs.js"
 import { RenderedTasks } from "./rendered.js"
 import type { StartedTask, TaskRunner } from "./runner.js"
@@ -222,8 +223,9 @@ export class A2AOperations {
       tenant: null,
     }
     try {
-      call.tenant = parseTenant(params, ctx.version)
-      const answer = await this.operations.get(name)!(params, call)
+      const named = withJsonNames(params) // ProtoJSON: message_id is read as messageId, on every binding
+      call.tenant = parseTenant(named, ctx.version)
+      const answer = await this.operations.get(name)!(named, call)
       if ("stream" in answer) answer.stream = failingAsA2AErrors(answer.stream, call, observed)
       return { answer, taskId: call.taskId }
     } catch (err) {

@@ -134,6 +134,6 @@ t.test("a message in the agent's role is refused as invalid params on every bind
   t.match(await rest.json(), { error: { message: /role must be "user"/ } })
   const grpcClient = await clientOver(served.base, "GRPC")
   await t.rejects(grpcClient.sendMessage(SendMessageRequest.fromJSON({ message: asAgent })), /role must be "user"/, "gRPC: refused naming the role")
-  const listed = await callRpc(served.base, rpc("ListTasks", {}), { "a2a-version": "1.0", ...auth })
-  t.same(listed.result?.tasks ?? [], [], "no Task was made")
+  const listed = await callRpc(served.url, rpc("ListTasks", {}), { "a2a-version": "1.0", ...auth })
+  t.same(listed.result.tasks, [], "no Task was made")
 })
