@@ -46,23 +46,17 @@ export async function callJson(
 ): Promise<HttpAnswer> {
   const timeout = AbortSignal.timeout(opts.timeoutMs)
   const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout
-  const shown = withoutPassword(url)
   let response: Response
   let text: string
+  let at = url
   try {
-    response = await fetch(url, {
-      method,
-      // The active span's traceparent goes along, so a trace crosses to the other agent (none without an SDK).
-      headers: withTraceHeaders({ accept: "application/json", ...(opts.body !== undefined && { "content-type": "application/json" }), ...opts.headers, ...opts.extraHeaders }),
-      ...(opts.body !== undefined && { body: JSON.stringify(opts.body) }),
-      signal,
-      redirect: "follow",
-    })
+    response = await fetchFollowingSameOrigin(method, url, opts, signal, (next) => (at = next))
     text = await readAtMost(response, opts.maxBytes ?? MAX_ANSWER_BYTES)
   } catch (err) {
+    const shown = withoutPassword(at)
     if (opts.signal?.aborted) throw opts.signal.reason
     if (timeout.aborted) throw new RemoteAgentError(`${method} ${shown} did not answer within ${opts.timeoutMs} ms`)
-    if (err instanceof RemoteAgentError) throw new RemoteAgentError(`${method} ${shown}: ${err.message}`)
+    if (err instanceof RemoteAgentError) throw new RemoteAgentError(`${method} ${shown}: ${err.message}`, err.status)
     const cause = (err as Error & { cause?: { code?: string; message?: string } }).cause
     throw new RemoteAgentError(`${method} ${shown} failed: ${cause?.code ?? cause?.message ?? (err as Error).message}`)
   }
@@ -73,6 +67,61 @@ export async function callJson(
     body = undefined
   }
   return { status: response.status, body }
+}
+
+/** Redirects followed in one call, all on the agent's own origin. */
+const MAX_REDIRECTS = 5
+const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308])
+
+/**
+ * Sends the request, following redirects only within the origin it was sent to: the agent's headers
+ * (Authorization, an API key) go with every call, and a redirect must not carry them, or the body, to
+ * another host. A redirect elsewhere is refused, naming where it pointed so the operator can configure
+ * that URL if it is trusted. 303 (and 301/302 after a POST) continue as a GET, as browsers do.
+ */
+async function fetchFollowingSameOrigin(
+  method: "GET" | "POST",
+  url: string,
+  opts: HttpOptions & { extraHeaders?: Record<string, string>; body?: unknown },
+  signal: AbortSignal,
+  onRedirect: (next: string) => void,
+): Promise<Response> {
+  const origin = new URL(url).origin
+  let current = url
+  let currentMethod = method
+  let body = opts.body
+  for (let redirects = 0; ; redirects++) {
+    const response = await fetch(current, {
+      method: currentMethod,
+      // The active span's traceparent goes along, so a trace crosses to the other agent (none without an SDK).
+      headers: withTraceHeaders({ accept: "application/json", ...(body !== undefined && { "content-type": "application/json" }), ...opts.headers, ...opts.extraHeaders }),
+      ...(body !== undefined && { body: JSON.stringify(body) }),
+      signal,
+      redirect: "manual",
+    })
+    const location = REDIRECT_STATUSES.has(response.status) ? response.headers.get("location") : null
+    if (location === null) return response
+    await response.body?.cancel()
+    let next: URL
+    try {
+      next = new URL(location, current)
+    } catch {
+      throw new RemoteAgentError(`answered HTTP ${response.status} with a Location that is not a URL (${JSON.stringify(location.slice(0, 200))})`, response.status)
+    }
+    if (next.origin !== origin) {
+      throw new RemoteAgentError(
+        `answered HTTP ${response.status}, a redirect to another origin (${withoutPassword(next.href)}), which is not followed so the agent's headers stay with its own origin: configure the agent's URL on that origin if you trust it`,
+        response.status,
+      )
+    }
+    if (redirects === MAX_REDIRECTS) throw new RemoteAgentError(`redirected more than ${MAX_REDIRECTS} times`, response.status)
+    if (response.status === 303 || ((response.status === 301 || response.status === 302) && currentMethod === "POST")) {
+      currentMethod = "GET"
+      body = undefined
+    }
+    current = next.href
+    onRedirect(current)
+  }
 }
 
 /** The body as text, refusing (and dropping the connection of) one larger than `maxBytes`. */

@@ -1,4 +1,5 @@
 import { withTraceHeaders } from "../observe/propagation.js"
+import { credentialRedactor } from "../redact.js"
 import { parseRetryAfter } from "../retry-after.js"
 import type { JsonObject } from "../types.js"
 import { sseEvents, type SseEvent } from "./sse-lines.js"
@@ -187,7 +188,7 @@ async function sendOnce<T>(endpoint: Endpoint, payload: string, signal: AbortSig
     if (signal?.aborted) throw signal.reason
     if (stream) {
       const stalled = timeout.signal.aborted
-      const reason = stalled ? `nothing came for ${endpoint.timeoutMs} ms` : streamFailure(err, redactor(endpoint.headers))
+      const reason = stalled ? `nothing came for ${endpoint.timeoutMs} ms` : streamFailure(err, credentialRedactor(endpoint.headers))
       return { kind: "cut", reason, afterText: stream.afterText, stalled }
     }
     if (timeout.signal.aborted) return { kind: "timeout" }
@@ -285,7 +286,7 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
 /** The last attempt's result as the turn's answer, or as an Error that says how many attempts it took. */
 function settle<T>(endpoint: Endpoint, result: Attempt<T>, attempts: number, note: string | undefined, read: (answer: unknown) => T | undefined): T {
   const { provider, url, timeoutMs } = endpoint
-  const hide = redactor(endpoint.headers)
+  const hide = credentialRedactor(endpoint.headers)
   const after = attempts > 1 ? ` after ${attempts} attempts` : ""
   const slow = "; raise opts.timeoutMs if it is just slow"
   if (result.kind === "streamed") return result.turn
@@ -356,19 +357,6 @@ function providerMessage(text: string): string {
     if (words !== undefined) return snippet(words, PROVIDER_MESSAGE_MAX)
   }
   return snippet(text) || "(empty body)"
-}
-
-/**
- * Blanks out every credential we send, in case an endpoint echoes one back.
- * The bare token of "Bearer <key>" counts too.
- */
-function redactor(headers: Record<string, string>): (message: string) => string {
-  const secrets = Object.entries(headers)
-    .filter(([name]) => /auth|key|token|secret/i.test(name))
-    .flatMap(([, value]) => [value, value.trim().split(/\s+/).at(-1) ?? ""])
-    .filter((secret) => secret.length > 0)
-    .sort((a, b) => b.length - a.length)
-  return (message) => secrets.reduce((text, secret) => text.split(secret).join("[redacted]"), message)
 }
 
 /** The URL without user info or query, where people sometimes put keys. */

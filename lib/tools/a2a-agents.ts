@@ -1,5 +1,6 @@
 import { connectRemoteAgent, type RemoteAgent } from "../a2a-client/remote-agent.js"
 import type { RemoteMessage, RemoteTask } from "../a2a-client/remote-task.js"
+import { credentialRedactor } from "../redact.js"
 import { withoutPassword } from "../url-credentials.js"
 import { MAX_TOOL_NAME } from "./tool-names.js"
 import type { A2AAgentOptions, JsonSchema, Tool, ToolSource } from "./types.js"
@@ -40,7 +41,7 @@ export async function openA2AAgents(list: readonly A2AAgentOptions[]): Promise<T
   return settled.map((outcome, i) => {
     const agent = (outcome as PromiseFulfilledResult<RemoteAgent>).value
     const name = uniqueName(toolName(list[i].name ?? agent.card.name), taken)
-    return agentSource(agent, name, list[i].url)
+    return agentSource(agent, name, list[i].url, credentialRedactor(list[i].headers ?? {}))
   })
 }
 
@@ -86,7 +87,11 @@ export function describeAgent(agent: RemoteAgent): string {
   return text.length > MAX_DESCRIPTION ? `${text.slice(0, MAX_DESCRIPTION - 1)}…` : text
 }
 
-function agentSource(agent: RemoteAgent, name: string, url: string): ToolSource {
+/**
+ * The tool of one agent. Whatever the agent answers reaches the model, and an agent may echo the
+ * headers it received (into an error or an answer): `redact` blanks our credentials out of both.
+ */
+function agentSource(agent: RemoteAgent, name: string, url: string, redact: (text: string) => string): ToolSource {
   const closing = new AbortController()
   /** Calls in flight: close() waits for them to cancel their remote Tasks before it closes the connection. */
   const asking = new Set<Promise<unknown>>()
@@ -100,7 +105,13 @@ function agentSource(agent: RemoteAgent, name: string, url: string): ToolSource 
       const asked = agent.ask(input, signal)
       asking.add(asked)
       try {
-        return answerText(await asked, name)
+        return redact(answerText(await asked, name))
+      } catch (err) {
+        const message = err instanceof Error ? redact(err.message) : undefined
+        // A new error without the old as its cause: the cause would still hold the credential.
+        // eslint-disable-next-line preserve-caught-error -- the cause would carry the credential along
+        if (message !== undefined && message !== (err as Error).message) throw new Error(message)
+        throw err
       } finally {
         asking.delete(asked)
       }
