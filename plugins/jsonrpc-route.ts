@@ -46,6 +46,7 @@ export function jsonRpcHandler({ dispatcher, closing, principalOf, heartbeatMs, 
     }
     logLine()
     if (outcome.body === undefined) return reply.code(204).send()
+    if (outcome.errorAsEvent) return reply.type("text/event-stream; charset=utf-8").header("cache-control", "no-cache").send(`data: ${outcome.body}\n\n`)
     return reply.type("application/json; charset=utf-8").send(outcome.body)
   }
 }

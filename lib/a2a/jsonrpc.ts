@@ -60,6 +60,12 @@ export interface DispatchOutcome {
   version?: WireVersion
   /** The error code answered, if any. */
   errorCode?: number
+  /**
+   * 0.3 only: `body` is the error of a streaming method refused before its stream began (an unknown or
+   * finished Task, a cap), to be sent as an event stream of that one event without an id. 0.3's official
+   * client reads a streaming method's answer only as an event stream; 1.0's reads the plain JSON error.
+   */
+  errorAsEvent?: boolean
 }
 
 /** The 0.3 method names, as the operations they name. */
@@ -76,6 +82,9 @@ const V03_METHODS: Readonly<Record<string, OperationName>> = {
   "tasks/pushNotificationConfig/list": "ListTaskPushNotificationConfigs",
   "tasks/pushNotificationConfig/delete": "DeleteTaskPushNotificationConfig",
 }
+
+/** Operations that answer with a stream. */
+const STREAMING: ReadonlySet<OperationName> = new Set(["SendStreamingMessage", "SubscribeToTask"])
 
 /** Every method name answered, each with its operation; a Map, so "constructor" or "__proto__" name none. */
 const METHODS: ReadonlyMap<string, OperationName> = new Map([...OPERATIONS.map((name): [string, OperationName] => [name, name]), ...Object.entries(V03_METHODS)])
@@ -123,8 +132,10 @@ export class JsonRpcDispatcher {
       traceHeaders: ctx.traceHeaders,
     })
     let outcome: DispatchOutcome
-    if (called.error !== undefined) outcome = answer(id, codec, called.error)
-    else if ("stream" in called.answer!) {
+    if (called.error !== undefined) {
+      outcome = answer(id, codec, called.error)
+      if (version === "0.3" && STREAMING.has(operation)) outcome.errorAsEvent = true
+    } else if ("stream" in called.answer!) {
       // Without an event log no stream can be resumed: its frames carry no ids a peer could send back.
       const stream = responses(id, codec, called.answer.stream, this.operations.resumable)
       outcome = { stream, ...(called.answer.cutOff && { cutOff: called.answer.cutOff }) }

@@ -901,7 +901,7 @@ t.test("unsupported content types get 415", async (t) => {
   }
 })
 
-t.test("streams over the real socket end when the echo task completes; hostile stream requests get plain answers", async (t) => {
+t.test("streams over the real socket end when the echo task completes; hostile stream requests get a JSON-RPC error", async (t) => {
   const srv = await startAgent(t)
   const message03 = { kind: "message", messageId: "s-03", role: "user", parts: [{ kind: "text", text: "stream" }] }
   const stream03 = await overSocket(srv, text(request("message/stream", { message: message03 })))
@@ -912,10 +912,23 @@ t.test("streams over the real socket end when the echo task completes; hostile s
   t.equal(answerProblem(stream10, ""), undefined, "1.0: every event is a JSON-RPC response")
   t.match(stream10.body.trim().split("\n\n").at(-1), /TASK_STATE_COMPLETED/, "1.0: the last event is the completed status")
   const stream10Id = sseMessages(stream10.body)[0].result.task.id
+  // 0.3 answers a streaming method refused before its stream begins as a stream of that one error, as its official client expects.
+  for (const [what, body] of [
+    ["a 0.3 stream with bad params", text(request("message/stream", { message: { role: "robot", parts: [] } }))],
+    ["a 0.3 subscription with a huge id", text(request("tasks/resubscribe", { id: "i".repeat(100_000) }))],
+  ]) {
+    const answer = await overSocket(srv, body, JSON_TYPE)
+    t.equal(answer.status, 200, `${what}: HTTP 200`)
+    t.match(answer.contentType, /^text\/event-stream/, `${what}: an event stream`)
+    const events = sseMessages(answer.body)
+    t.equal(events.length, 1, `${what}: of one event`)
+    t.match(events[0], { jsonrpc: "2.0", id: 1, error: { code: Number } }, `${what}: the JSON-RPC error`)
+    t.notMatch(answer.body, /^id:/m, `${what}: with no id to resume from`)
+  }
   const hostile: Array<[string, string, HeaderMap]> = [
-    ["a stream with bad params", text(request("SendStreamingMessage", { message: { role: "robot", parts: [] } })), JSON_TYPE],
+    ["a stream with bad params", text(request("SendStreamingMessage", { message: { role: "robot", parts: [] } })), V1],
     ["a subscription to nothing", text(request("SubscribeToTask", { id: "nope" })), V1],
-    ["a subscription with a huge id", text(request("tasks/resubscribe", { id: "i".repeat(100_000) })), JSON_TYPE],
+    ["a subscription with a huge id", text(request("SubscribeToTask", { id: "i".repeat(100_000) })), V1],
     ["a stream in a batch", `[${text(request("message/stream", { message: message03 }))}]`, JSON_TYPE],
     ...["x", "-1", "1e3", "0x10", " 9".repeat(3000), "99999999999999999999", "1.5", "", "\u00e9"].map(
       (id): [string, string, HeaderMap] => [`a resume from Last-Event-ID ${JSON.stringify(id.slice(0, 12))}`, text(request("SubscribeToTask", { id: "nope" })), { ...V1, "last-event-id": id }],
@@ -944,15 +957,18 @@ t.test("a stream flood by one principal is refused past its cap while another st
   const stream = (secret: string, words: string) => fetch(srv.url + "/", { method: "POST", headers: as(secret), body: text(request("message/stream", { message: { messageId: randomUUID(), role: "user", parts: [{ kind: "text", text: words }] } })) })
 
   const flood = await within(Promise.all(Array.from({ length: 40 }, () => stream(ALICE, "hold"))), "alice's flood")
-  const open = flood.filter((res) => /^text\/event-stream/.test(res.headers.get("content-type") ?? ""))
-  const refused = flood.filter((res) => !open.includes(res))
-  t.equal(open.length, 3, "alice holds exactly her 3 streams")
-  for (const res of refused) {
-    t.equal(res.status, 200)
-    t.match(res.headers.get("content-type"), /^application\/json/, "a refused stream is a plain JSON answer")
-    t.match(await res.json(), { jsonrpc: "2.0", error: { code: -32603, message: /maxStreamsPerPrincipal \(3\)/ } })
+  // 0.3: every answer is an event stream; a refused one holds just its error and ends.
+  t.ok(flood.every((res) => res.status === 200 && /^text\/event-stream/.test(res.headers.get("content-type") ?? "")), "every answer is an event stream")
+  const all = flood.map((res) => readSse(res.body!))
+  await waitFor(() => all.every((r) => r.messages.length > 0), ANSWER_WITHIN_MS, "a first event on every answer")
+  const readers = all.filter((r) => r.messages[0].error === undefined)
+  const refused = all.filter((r) => !readers.includes(r))
+  t.equal(readers.length, 3, "alice holds exactly her 3 streams")
+  for (const r of refused) {
+    const events = await r.done
+    t.equal(events.length, 1, "a refused stream ends after its one event")
+    t.match(events[0], { jsonrpc: "2.0", error: { code: -32603, message: /maxStreamsPerPrincipal \(3\)/ } })
   }
-  const readers = open.map((res) => readSse(res.body!))
   await waitFor(() => readers.every((r) => r.messages.some((m) => m.result?.status?.state === "working")), ANSWER_WITHIN_MS, "alice's streams to be working")
 
   const bob = await within(stream(BOB, "answer me").then((res) => readSse(res.body!).done), "bob's stream")

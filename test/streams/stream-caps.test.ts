@@ -123,7 +123,7 @@ t.test("without authentication streams are counted per client address", async (t
   t.equal(slots.open(), 3)
 })
 
-t.test("over HTTP: a refused stream is a JSON answer, never an event stream; stopping the server ends the open ones", async (t) => {
+t.test("over HTTP: a refused stream is one error (JSON in 1.0, one event in 0.3); stopping the server ends the open ones", async (t) => {
   const model = heldModel()
   const srv = await serve("127.0.0.1:0", { client: model.client, logger: false, a2a: { maxStreams: 2, shutdownGraceMs: 0 } })
   t.teardown(() => srv.stop())
@@ -133,8 +133,12 @@ t.test("over HTTP: a refused stream is a JSON answer, never an event stream; sto
   await waitFor(() => readers.every((r) => r.messages.some((m) => m.result?.status?.state === "working")), 10_000, "both streams to be working")
   const refused = await open()
   t.equal(refused.status, 200)
-  t.match(refused.headers.get("content-type"), /^application\/json/, "a JSON answer, not text/event-stream")
-  t.match(await refused.json(), { jsonrpc: "2.0", id: 1, error: { code: -32603, message: /maxStreams 2/ } })
+  t.match(refused.headers.get("content-type"), /^text\/event-stream/, "0.3: an event stream, as its official client reads streaming methods")
+  const events = await readSse(refused.body!).done
+  t.match(events, [{ jsonrpc: "2.0", id: 1, error: { code: -32603, message: /maxStreams 2/ } }], "of the one error")
+  const refused10 = await postRpc(srv.url, rpc("SendStreamingMessage", { message: { messageId: "m-10", role: "ROLE_USER", parts: [{ text: "hold" }] } }), { "a2a-version": "1.0" })
+  t.match(refused10.headers.get("content-type"), /^application\/json/, "1.0: a JSON answer, not text/event-stream")
+  t.match(await refused10.json(), { jsonrpc: "2.0", id: 1, error: { code: -32603, message: /maxStreams 2/ } })
   const list = await (await postRpc(srv.url, rpc("ListTasks", {}))).json()
   t.equal(list.result.totalSize, 2, "the refused stream created no Task")
   await srv.stop()
