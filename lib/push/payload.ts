@@ -27,3 +27,13 @@ export function renderPayload(event: PushEvent, version: PushConfigRecord["versi
       : codecFor("1.0").streamEvent(statusEvent(task), false)
   return { body: JSON.stringify(wire), contentType: "application/a2a+json" }
 }
+
+/**
+ * Whether a stored event goes out inside the next one rather than as a POST of its own. Every save that
+ * reports an artifact reports its status with it, in that order (see transitionSaver); 0.3 posts the whole
+ * Task for each, so the two bodies would be the same bytes under two Idempotency-Keys. For a 0.3 config
+ * the artifact event is settled unsent and the status event carries the change: one POST per change.
+ */
+export function sentWithNextEvent(event: PushEvent, version: PushConfigRecord["version"]): boolean {
+  return version === "0.3" && event.kind === "artifact"
+}

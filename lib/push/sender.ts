@@ -7,6 +7,7 @@ import type { PushClaim, PushStore } from "../stores/push-store.js"
 import { attemptDelivery } from "./attempt.js"
 import type { AllowList } from "./guard.js"
 import { PostAgents } from "./http-post.js"
+import { sentWithNextEvent } from "./payload.js"
 import { backoffDelay, type AttemptOutcome, type Backoff } from "./retry.js"
 import type { PushSigner } from "./signer.js"
 
@@ -243,6 +244,13 @@ export class PushSender {
   private async send(held: Held, posted: () => void): Promise<void> {
     // Waited so long for its origin that the lease could end mid-request: let it go, a later claim hands it out again.
     if (Date.now() - held.claimedAt > this.leaseMs - this.timeoutMs - 5000) return
+    const { item, config } = held.claim
+    if (sentWithNextEvent(item.event, config.version)) {
+      // Nothing to POST: the save's status event, next on this channel, carries the same Task.
+      posted()
+      await this.store.ack(held.claim).catch((err: unknown) => this.storeFailed(err, held.claim, "ack"))
+      return
+    }
     let outcome: AttemptOutcome
     const delivery = this.telemetry.pushDelivery(held.claim.config.url, held.claim.item.taskId, held.claim.item.traceContext)
     try {

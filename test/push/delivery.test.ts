@@ -117,10 +117,11 @@ t.test("0.3: the whole Task in 0.3 form, as application/json; no Authorization w
   await store.save(task)
   await store.push.putConfig(hookConfig(task.id, hook.url(), { version: "0.3", token: "tok" }))
   await runThrough(save, task)
-  await waitFor(() => hook.received.length === 4, 5000, "four notifications")
+  await waitFor(() => hook.received.length === 3, 5000, "three notifications")
   t.same(
     hook.received.map((r) => r.json.status.state),
-    ["submitted", "working", "completed", "completed"],
+    ["submitted", "working", "completed"],
+    "one POST per change: the final save's artifact and status arrive as one Task",
   )
   for (const request of hook.received) {
     t.equal(request.json.kind, "task")
@@ -129,7 +130,7 @@ t.test("0.3: the whole Task in 0.3 form, as application/json; no Authorization w
     t.equal(request.headers.authorization, undefined)
     t.equal(request.headers["x-a2a-notification-token"], "tok")
   }
-  t.same(hook.received[3].json.artifacts[0].parts, [{ kind: "text", text: "the answer" }])
+  t.same(hook.received[2].json.artifacts[0].parts, [{ kind: "text", text: "the answer" }])
 })
 
 t.test("a receiver that refuses (503) for a while: every notification arrives, in order, a duplicate only with the same Idempotency-Key", async (t) => {
@@ -636,7 +637,7 @@ for (const [storeName, makeStore] of [
   const v03 = await injectRpc(app, rpc("SendMessage", { message: userMessage("hi"), configuration: { blocking: true, pushNotificationConfig: { url: hook.url("/v03"), token: "tok-03", authentication: { schemes: ["Basic", "Bearer"], credentials: "dTpw" } } } }))
   const id10 = v10.json().result.task.id
   const id03 = v03.json().result.id
-  await waitFor(() => hook.received.length === 8, 5000, "four notifications per Task")
+  await waitFor(() => hook.received.length === 7, 5000, "four notifications in 1.0, three (one per change) in 0.3")
   const at = (path: string) => hook.received.filter((r) => r.path === path)
   t.same(
     at("/v10").map((r) => r.json.statusUpdate?.status.state ?? (r.json.artifactUpdate ? "artifact" : "?")),
@@ -646,10 +647,12 @@ for (const [storeName, makeStore] of [
     t.equal(r.json.statusUpdate?.taskId ?? r.json.artifactUpdate.taskId, id10)
     t.match(r.headers, { "content-type": "application/a2a+json", authorization: "Bearer cred-10", "x-a2a-notification-token": "tok-10" })
   }
-  t.same(at("/v03").map((r) => r.json.status.state), ["submitted", "working", "completed", "completed"])
+  t.same(at("/v03").map((r) => r.json.status.state), ["submitted", "working", "completed"], "0.3: the final save's artifact comes inside its completed Task")
+  t.same(at("/v03")[2].json.artifacts[0].parts, [{ kind: "text", text: "the answer" }])
   for (const r of at("/v03")) {
     t.equal(r.json.id, id03)
     t.match(r.headers, { "content-type": "application/json", authorization: "Basic dTpw", "x-a2a-notification-token": "tok-03" })
   }
-  t.equal(new Set(hook.received.map((r) => r.headers["idempotency-key"])).size, 8, "eight notifications, eight keys")
+  t.equal(new Set(hook.received.map((r) => r.headers["idempotency-key"])).size, 7, "seven notifications, seven keys")
+  t.equal(new Set(at("/v03").map((r) => r.body)).size, 3, "no two 0.3 bodies alike")
 })
