@@ -1,7 +1,8 @@
-import { Ajv, type ValidateFunction } from "ajv"
+import type { ValidateFunction } from "ajv"
 import type { JsonObject } from "../types.js"
 import { openA2AAgents } from "./a2a-agents.js"
 import { builtinTools } from "./builtins.js"
+import { toolSchemaCompiler } from "./schema-compiler.js"
 import { TOOL_NAME } from "./tool-names.js"
 import type { Tool, Toolkit, ToolkitOptions, ToolkitServedAgent, ToolkitServeOptions, ToolSource } from "./types.js"
 
@@ -32,8 +33,7 @@ export async function createToolkit(opts: ToolkitOptions = {}): Promise<Toolkit>
     await closeSources(sources)
     throw err
   }
-  // addUsedSchema off: two schemas with one $id (two servers' tools, or one tool listed again after a change) must not clash.
-  const ajv = new Ajv({ allErrors: true, strict: false, addUsedSchema: false })
+  const ajv = toolSchemaCompiler(opts.logger)
   /** Each tool's compiled schema, kept while the same tool object is listed. */
   const compiled = new WeakMap<Tool, ValidateFunction>()
   const compile = (tool: Tool): ValidateFunction => {

@@ -1,12 +1,12 @@
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv"
 import type { JsonSchemaType, jsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js"
-import { Ajv } from "ajv"
 import type { JsonObject } from "../../types.js"
+import { toolSchemaCompiler } from "../schema-compiler.js"
 
 /* The JSON Schemas MCP servers send, made safe for the validators that read them: ours for input, the SDK's for output. */
 
-/** Compiles as the toolkit does (Ajv's default draft-07, strict off, no schema kept by its $id), to know beforehand whether the toolkit will take a schema. */
-const ajv = new Ajv({ allErrors: true, strict: false, addUsedSchema: false })
+/** Compiles as the toolkit does, to know beforehand whether the toolkit will take a schema; its warnings are the toolkit's to log. */
+const ajv = toolSchemaCompiler()
 
 /** A schema that takes any arguments object: the server still checks them. */
 const ANY_OBJECT: JsonObject = { type: "object" }
