@@ -56,7 +56,8 @@ interface CliConfig {
 
 export const USAGE = `Usage: toolnexus [options]
 
-Serves an A2A agent over JSON-RPC. Flags win over environment variables.
+Serves an A2A agent (A2A 1.0 and 0.3) over JSON-RPC and HTTP+JSON, and gRPC with --grpc.
+Flags win over environment variables.
 
   --host HOST          listen address (TOOLNEXUS_HOST, default 127.0.0.1)
   --port PORT          listen port, 0 for any free one (TOOLNEXUS_PORT, default 4000)

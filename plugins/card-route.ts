@@ -30,16 +30,22 @@ interface CardRouteOptions {
 /**
  * `GET /.well-known/agent-card.json`: public; its security fields take the form of the version asked for.
  * Sent with a strong ETag of its bytes (a signed card is signed once per content, so the ETag holds) and
- * answered 304 to an If-None-Match that names it.
+ * the time its options were fixed as Last-Modified; answered 304 to an If-None-Match that names the ETag,
+ * or (without one) to an If-Modified-Since not before that time.
  */
 export function agentCardHandler({ card, url, prefix, features, signer }: CardRouteOptions): RouteHandlerMethod {
+  // The card is built from options fixed at registration: it last changed then (to the second, as HTTP dates go).
+  const lastModified = new Date(Math.floor(Date.now() / 1000) * 1000)
+  const lastModifiedHeader = lastModified.toUTCString()
   return async function agentCard(request, reply) {
     const seen = features.grpc === undefined || features.grpc.length === 0 ? features : { ...features, grpc: dialable(features.grpc, request) }
     const unsigned = publicAgentCard(card, url ?? endpointUrl(request, prefix), seen, answerVersion(request.headers["a2a-version"]))
     const body = JSON.stringify(signer ? await signer.sign(unsigned) : unsigned)
     const etag = `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`
-    reply.header("vary", url === undefined ? DERIVED_URL_VARY : "A2A-Version").header("cache-control", CARD_CACHE_CONTROL).header("etag", etag)
-    if (matchesEtag(request.headers["if-none-match"], etag)) return reply.code(304).send()
+    reply.header("vary", url === undefined ? DERIVED_URL_VARY : "A2A-Version").header("cache-control", CARD_CACHE_CONTROL).header("etag", etag).header("last-modified", lastModifiedHeader)
+    const ifNoneMatch = request.headers["if-none-match"]
+    // If-None-Match, when sent, decides alone (RFC 9110 §13.2.2); If-Modified-Since only without it.
+    if (ifNoneMatch !== undefined ? matchesEtag(ifNoneMatch, etag) : notModifiedSince(request.headers["if-modified-since"], lastModified)) return reply.code(304).send()
     return reply.type("application/json; charset=utf-8").send(body)
   }
 }
@@ -57,6 +63,13 @@ function dialable(addresses: readonly string[], request: FastifyRequest): string
     const host = request.hostname.includes(":") && !request.hostname.startsWith("[") ? `[${request.hostname}]` : request.hostname
     return `${host}:${wildcard[2]}`
   })
+}
+
+/** Whether an If-Modified-Since date is at or after `lastModified`; an absent or unreadable date is not. */
+function notModifiedSince(header: string | undefined, lastModified: Date): boolean {
+  if (header === undefined) return false
+  const since = Date.parse(header)
+  return Number.isFinite(since) && since >= lastModified.getTime()
 }
 
 /** If-None-Match compares weakly (RFC 9110 §13.1.2): `*`, or any listed tag equal to ours with or without W/. */

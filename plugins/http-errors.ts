@@ -61,7 +61,8 @@ export function answerHttpError(err: FastifyError, request: FastifyRequest, repl
     case "FST_ERR_CTP_BODY_TOO_LARGE":
       return send(413, new A2AError(ErrorCode.InvalidRequest, `Request body too large: the limit is ${request.routeOptions.bodyLimit} bytes`))
     case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
-      return send(415, new A2AError(ErrorCode.InvalidRequest, `Unsupported content type ${JSON.stringify(request.headers["content-type"] ?? "")}: send application/json`))
+      // -32005, A2A's ContentTypeNotSupportedError, as the official SDKs and the conformance suite expect; HTTP 415 says the same.
+      return send(415, new A2AError(ErrorCode.ContentTypeNotSupported, `Unsupported content type ${JSON.stringify(request.headers["content-type"] ?? "")}: send application/json`))
   }
   // A refusal the parser raised as an A2AError (excess depth) is a JSON-RPC error, answered with HTTP 200.
   const raised: unknown = err

@@ -315,7 +315,16 @@ interface MessageTypes {
 /** gRPC is 1.0 only: the 0.3 gRPC service is another (a2a.v1), so no version means 1.0 here, and 0.3 is refused. */
 function checkVersion(values: string[]): void {
   if (values.length === 0) return
-  if (negotiateVersion(values[0]) === "0.3") {
+  let version: string
+  try {
+    version = negotiateVersion(values[0])
+  } catch {
+    // negotiateVersion's own message offers 0.3, which this service refuses.
+    throw new A2AError(ErrorCode.VersionNotSupported, `A2A version ${JSON.stringify(values[0].slice(0, 32))} is not supported over gRPC; send a2a-version: 1.0 (or none)`, {
+      supportedVersions: "1.0",
+    })
+  }
+  if (version === "0.3") {
     throw new A2AError(ErrorCode.VersionNotSupported, "A2A version 0.3 is not served over gRPC: this service (lf.a2a.v1.A2AService) speaks 1.0; send a2a-version: 1.0", {
       supportedVersions: "1.0",
     })

@@ -160,6 +160,15 @@ t.test("an unsigned card has an ETag and Cache-Control too; a fixed URL varies b
   t.equal(res.headers["cache-control"], "public, max-age=300")
   t.equal((await app.inject({ url: CARD, headers: { "if-none-match": res.headers.etag as string } })).statusCode, 304)
   t.equal((await app.inject({ url: CARD, headers: { "a2a-version": "1.0" } })).headers.etag, res.headers.etag, "without tokens both versions read the same card")
+
+  const lastModified = res.headers["last-modified"] as string
+  t.match(lastModified, /^\w{3}, \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/, "a Last-Modified date beside the ETag")
+  t.ok(Date.parse(lastModified) <= Date.now(), "not in the future")
+  const since = (date: string, extra: Record<string, string> = {}) => app.inject({ url: CARD, headers: { "if-modified-since": date, ...extra } })
+  t.equal((await since(lastModified)).statusCode, 304, "If-Modified-Since its own date: 304")
+  t.equal((await since(new Date(Date.parse(lastModified) - 60_000).toUTCString())).statusCode, 200, "an earlier date gets the card")
+  t.equal((await since("not a date")).statusCode, 200, "an unreadable date gets the card")
+  t.equal((await since(lastModified, { "if-none-match": '"stale"' })).statusCode, 200, "If-None-Match, when sent, decides alone")
 })
 
 t.test("the card key joins the push key in the JWKS; without either there is no JWKS", async (t) => {

@@ -354,6 +354,8 @@ t.test("a raw gRPC peer: a2a-version 1.0 or none is served, 0.3 and others refus
     const { error } = await rawCall(address, "GetTask", get, { "a2a-version": version })
     t.equal(error?.code, grpc.status.FAILED_PRECONDITION, `a2a-version ${version}`)
     t.equal(reasonOf(error), "VERSION_NOT_SUPPORTED")
+    t.match(error?.details, /send a2a-version: 1\.0/, `a2a-version ${version}: says what to send`)
+    t.notMatch(error?.details, /or 0\.3/, `a2a-version ${version}: never offers 0.3, which gRPC refuses`)
   }
   const garbage = await rawCall(address, "GetTask", Buffer.from([0xff, 0xff, 0xff]))
   t.equal(garbage.error?.code, grpc.status.INVALID_ARGUMENT)

@@ -884,13 +884,13 @@ t.test("unsupported content types get 415", async (t) => {
   for (const type of ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/xml"]) {
     for (const [route, answer] of [["inject", await inject(srv, body, { "content-type": type })], ["socket", await overSocket(srv, body, { "content-type": type })]] as const) {
       t.equal(answer.status, 415, `${type} over ${route}: HTTP 415`)
-      t.match(parsed(answer.body), { jsonrpc: "2.0", error: { code: -32600, message: /^Unsupported content type/ } }, `${type} over ${route}: says why`)
+      t.match(parsed(answer.body), { jsonrpc: "2.0", error: { code: -32005, message: /^Unsupported content type/ } }, `${type} over ${route}: -32005 (ContentTypeNotSupported), saying why`)
     }
   }
   // Without a content type a body cannot be read as JSON: 415 too.
   for (const [route, answer] of [["inject", await inject(srv, body, {})], ["socket", await overSocket(srv, body, {})]] as const) {
     t.equal(answer.status, 415, `no content type over ${route}: HTTP 415`)
-    t.match(parsed(answer.body), { error: { code: -32600, message: /^Unsupported content type ""/ } })
+    t.match(parsed(answer.body), { error: { code: -32005, message: /^Unsupported content type ""/ } })
   }
   // Without a content type and without a body there is nothing to parse: the request is not a request object.
   const nothing = await inject(srv, "", {})

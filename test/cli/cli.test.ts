@@ -257,8 +257,8 @@ t.test("the toolnexus command applies the stream caps, heartbeat and timeouts it
   }
   t.match(text, /: keep-alive\n\n/, "the heartbeat flag reached the stream")
   const refused = await stream("second")
-  t.match(refused.headers.get("content-type"), /^application\/json/)
-  t.match(await refused.json(), { error: { code: -32603, message: /maxStreamsPerPrincipal \(1\)/ } }, "the per-principal cap reached the route")
+  t.match(refused.headers.get("content-type"), /^text\/event-stream/, "0.3: the refusal is a stream of one error")
+  t.match(JSON.parse((await refused.text()).replace(/^data: /, "")), { error: { code: -32603, message: /maxStreamsPerPrincipal \(1\)/ } }, "the per-principal cap reached the route")
 
   // Headers that never finish: closed after 200 ms, long before the 10 s default would.
   const socket = connect(Number(new URL(url).port), "127.0.0.1")
