@@ -26,7 +26,7 @@ interface CliConfig {
   /** The endpoint URL the agent card advertises; absent, it follows each request's Host header. */
   publicUrl?: string
   /** The model to call; absent means the offline echo agent. */
-  model?: Pick<ClientOptions, "baseUrl" | "style" | "model" | "apiKey">
+  model?: Pick<ClientOptions, "baseUrl" | "style" | "model" | "apiKey" | "maxResponseBytes" | "maxLineLength" | "turnTimeoutMs">
   /** secret → principal, from TOOLNEXUS_TOKENS; absent means no authentication. */
   tokens?: Record<string, string>
   /** The principal that owns the Tasks created before authentication was on; absent, nobody does. */
@@ -79,6 +79,15 @@ Flags win over environment variables.
   --base-url URL       model endpoint, e.g. https://api.openai.com/v1 (TOOLNEXUS_BASE_URL)
   --style STYLE        "openai" or "anthropic" (TOOLNEXUS_STYLE, default openai)
   --model MODEL        model name (TOOLNEXUS_MODEL)
+  --model-max-response SIZE
+                       the most bytes of one model answer read, streamed or whole; past it the
+                       Task fails saying so (TOOLNEXUS_MODEL_MAX_RESPONSE, default 64MiB)
+  --model-max-line SIZE
+                       the longest line of a streamed model answer, in characters
+                       (TOOLNEXUS_MODEL_MAX_LINE, default 8MiB)
+  --model-turn-timeout D
+                       the longest one model turn may take in all, retries and a stream's
+                       every chunk included (TOOLNEXUS_MODEL_TURN_TIMEOUT, default 10m)
   --a2a-agent URL      another A2A agent the model may call as a tool: its base URL or its card's
                        URL; repeat for more (TOOLNEXUS_A2A_AGENTS, comma-separated; default none)
   --mcp-config FILE    an mcp.json: the MCP servers in its "mcpServers" object, by name, each
@@ -160,6 +169,9 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
       "base-url": { type: "string" },
       style: { type: "string" },
       model: { type: "string" },
+      "model-max-response": { type: "string" },
+      "model-max-line": { type: "string" },
+      "model-turn-timeout": { type: "string" },
       "log-format": { type: "string" },
       "request-timeout": { type: "string" },
       "headers-timeout": { type: "string" },
@@ -198,6 +210,11 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
   const model = values.model ?? env.TOOLNEXUS_MODEL
   if (baseUrl && !model) throw new Error("--base-url is set but no --model: name the model to call (or TOOLNEXUS_MODEL)")
   if (model && !baseUrl) throw new Error("--model is set but no --base-url: say where the model is served (or TOOLNEXUS_BASE_URL)")
+  const modelLimits = definedOnly({
+    maxResponseBytes: sizeFlag("model-max-response", setting("model-max-response")),
+    maxLineLength: sizeFlag("model-max-line", setting("model-max-line")),
+    turnTimeoutMs: durationFlag("model-turn-timeout", setting("model-turn-timeout")),
+  })
   const publicUrl = values["public-url"] ?? env.TOOLNEXUS_PUBLIC_URL
   if (publicUrl !== undefined && publicUrl !== "" && !isPlainHttpUrl(publicUrl)) {
     throw new Error(`--public-url should be the http(s) URL peers reach the agent at, without a user or password, got ${JSON.stringify(withoutPassword(publicUrl))}`)
@@ -261,7 +278,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     ...(retentionText !== "off" ? { retention: { terminalTtl: retentionText } } : {}),
     name: values.name ?? env.TOOLNEXUS_NAME ?? "toolnexus agent",
     ...(publicUrl ? { publicUrl } : {}),
-    ...(baseUrl && model ? { model: { baseUrl, style, model, apiKey: env.TOOLNEXUS_API_KEY } } : {}),
+    ...(baseUrl && model ? { model: { baseUrl, style, model, apiKey: env.TOOLNEXUS_API_KEY, ...modelLimits } } : {}),
     ...(tokens ? { tokens } : {}),
     ...(unownedTasksBelongTo !== undefined ? { unownedTasksBelongTo } : {}),
     ...(timeouts ? { timeouts } : {}),
@@ -337,6 +354,18 @@ function readFlagFile(flag: string, file: string): string {
   } catch (err) {
     throw new Error(`--${flag} ${JSON.stringify(file)} could not be read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`, { cause: err })
   }
+}
+
+const SIZE_UNITS: Readonly<Record<string, number>> = { "": 1, b: 1, kb: 1000, kib: 1024, mb: 1000 ** 2, mib: 1024 ** 2, gb: 1000 ** 3, gib: 1024 ** 3 }
+
+/** A size flag: a whole number of 1 or more, of bytes or with a unit ("64MiB", "500kb"). Throws naming the flag. */
+function sizeFlag(flag: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined
+  const match = /^\s*(\d+)\s*([a-z]*)\s*$/i.exec(text)
+  const unit = match ? SIZE_UNITS[match[2].toLowerCase()] : undefined
+  const size = match && unit !== undefined ? Number(match[1]) * unit : NaN
+  if (!Number.isSafeInteger(size) || size < 1) throw new Error(`--${flag} should be a size of 1 or more: bytes, or with a unit such as "64MiB", "500KiB", "1GB", got ${JSON.stringify(text)}`)
+  return size
 }
 
 /** A count flag: a whole number of 1 or more. Throws naming the flag. */

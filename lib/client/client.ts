@@ -1,7 +1,7 @@
 import type { Tool, Toolkit, ToolResult } from "../tools/types.js"
 import type { JsonObject } from "../types.js"
 import { anthropicModel } from "../models/anthropic.js"
-import { DEFAULT_RETRY } from "../models/http.js"
+import { DEFAULT_RETRY, DEFAULT_TURN_LIMITS } from "../models/http.js"
 import { openAIModel } from "../models/openai.js"
 import { hasCredentials, isHttpUrl, withoutPassword } from "../url-credentials.js"
 import { usageFrom, type ChatMessage, type Model, type ModelToolCall, type ModelTurn, type ToolCall, type Usage } from "../models/model.js"
@@ -93,6 +93,18 @@ export interface ClientOptions {
   retryBaseDelayMs?: number
   /** Anthropic's max_tokens; default 4096. */
   maxTokens?: number
+  /**
+   * The most bytes of one model answer read, streamed or whole; default 64 MiB. Past it the turn
+   * fails saying so: a broken or hostile endpoint cannot fill the server's memory.
+   */
+  maxResponseBytes?: number
+  /** The longest line of a streamed answer, in characters (and the most data of one event); default 8 MiB. */
+  maxLineLength?: number
+  /**
+   * The longest one model turn may take in all, in ms, retries and every chunk of a stream included;
+   * default 10 minutes. `timeoutMs` bounds each wait; this bounds a stream that never ends.
+   */
+  turnTimeoutMs?: number
 }
 
 /** What a model function answers: its final text, or tools to call first. */
@@ -135,6 +147,11 @@ export function createClient(opts: ClientOptions): Client {
       maxRetries: opts.maxRetries ?? DEFAULT_RETRY.maxRetries,
       deadlineMs: opts.retryDeadlineMs ?? DEFAULT_RETRY.deadlineMs,
       baseDelayMs: opts.retryBaseDelayMs ?? DEFAULT_RETRY.baseDelayMs,
+    },
+    limits: {
+      maxResponseBytes: opts.maxResponseBytes ?? DEFAULT_TURN_LIMITS.maxResponseBytes,
+      maxLineLength: opts.maxLineLength ?? DEFAULT_TURN_LIMITS.maxLineLength,
+      turnTimeoutMs: opts.turnTimeoutMs ?? DEFAULT_TURN_LIMITS.turnTimeoutMs,
     },
   }
   const model = opts.style === "openai" ? openAIModel(endpoint) : anthropicModel({ ...endpoint, maxTokens: opts.maxTokens ?? 4096 })
@@ -333,6 +350,9 @@ function checkClientOptions(opts: ClientOptions): void {
   checkOptionalNonNegativeInteger("createClient", "maxRetries", opts.maxRetries)
   checkOptionalNonNegativeInteger("createClient", "retryDeadlineMs", opts.retryDeadlineMs)
   checkOptionalNonNegativeInteger("createClient", "retryBaseDelayMs", opts.retryBaseDelayMs)
+  checkOptionalPositiveInteger("createClient", "maxResponseBytes", opts.maxResponseBytes)
+  checkOptionalPositiveInteger("createClient", "maxLineLength", opts.maxLineLength)
+  checkOptionalPositiveInteger("createClient", "turnTimeoutMs", opts.turnTimeoutMs)
 }
 
 function checkOptionalString(fn: string, name: string, value: unknown): void {

@@ -22,6 +22,7 @@ export function anthropicModel(opts: AnthropicOptions): Model {
     },
     timeoutMs: opts.timeoutMs,
     retry: opts.retry,
+    limits: opts.limits,
     expects: "a Messages API response",
   }
   return {

@@ -2,7 +2,7 @@ import { withTraceHeaders } from "../observe/propagation.js"
 import { credentialRedactor } from "../redact.js"
 import { parseRetryAfter } from "../retry-after.js"
 import type { JsonObject } from "../types.js"
-import { sseEvents, type SseEvent } from "./sse-lines.js"
+import { sseEvents, SseLineTooLongError, type SseEvent } from "./sse-lines.js"
 
 /** When and how often a failed model request is tried again. */
 export interface RetryPolicy {
@@ -16,6 +16,19 @@ export interface RetryPolicy {
 
 export const DEFAULT_RETRY: RetryPolicy = { maxRetries: 3, deadlineMs: 30_000, baseDelayMs: 250 }
 
+/** What one turn may cost, past which it fails naming the limit: bytes read, a stream line's length, total time. */
+export interface TurnLimits {
+  /** The most bytes of one answer read, streamed or whole. */
+  maxResponseBytes: number
+  /** The longest line of a streamed answer, in characters (and the most data of one event). */
+  maxLineLength: number
+  /** The longest a turn may take in all, retries and every chunk of a stream included, in ms. */
+  turnTimeoutMs: number
+}
+
+/** No honest model comes near these; a broken or hostile endpoint meets them long before it hurts the server. */
+export const DEFAULT_TURN_LIMITS: TurnLimits = { maxResponseBytes: 64 * 1024 * 1024, maxLineLength: 8 * 1024 * 1024, turnTimeoutMs: 10 * 60_000 }
+
 /** How an adapter reaches its provider, with the client's defaults already applied. */
 export interface EndpointOptions {
   baseUrl: string
@@ -24,6 +37,7 @@ export interface EndpointOptions {
   headers?: Record<string, string>
   timeoutMs: number
   retry: RetryPolicy
+  limits: TurnLimits
 }
 
 /** One provider URL and what to send it; shared by every turn of a client. */
@@ -34,6 +48,7 @@ export interface Endpoint {
   headers: Record<string, string>
   timeoutMs: number
   retry: RetryPolicy
+  limits: TurnLimits
   /** What a good answer is, for the error when it is not: "a chat completion". */
   expects: string
   /** Set once the endpoint refused a streamed request that it answered whole: it is asked whole from then on. */
@@ -91,6 +106,14 @@ export function jsonEventData(data: string): JsonObject {
   return parsed
 }
 
+/** A turn past one of its TurnLimits: never retried (the same request would meet it again); the message names the option. */
+class TurnLimitError extends Error {
+  constructor(message: string) {
+    super(message)
+    this.name = "TurnLimitError"
+  }
+}
+
 /** What one request came to, short of the caller aborting it. */
 type Attempt<T> =
   | { kind: "answer"; status: number; statusText: string; text: string; retryAfterMs?: number }
@@ -124,14 +147,27 @@ export async function postJson<T>(
 ): Promise<T> {
   const payload = JSON.stringify(body)
   const deadline = Date.now() + endpoint.retry.deadlineMs
-  for (let attempt = 1; ; attempt++) {
-    const result = await sendOnce(endpoint, payload, signal, streaming)
-    const next = nextStep(result, attempt, endpoint.retry, deadline)
-    if ("waitMs" in next) {
-      await sleep(next.waitMs, signal)
-      continue
+  // The whole turn, retries and a stream's every chunk included: timeoutMs bounds each wait, this their sum.
+  const { turnTimeoutMs } = endpoint.limits
+  const turn = new AbortController()
+  const turnTimer = setTimeout(
+    () => turn.abort(new TurnLimitError(`The ${endpoint.provider} model's turn took longer than ${turnTimeoutMs} ms in all; the limit is createClient's turnTimeoutMs (--model-turn-timeout)`)),
+    turnTimeoutMs,
+  )
+  turnTimer.unref()
+  const bounded = signal ? AbortSignal.any([signal, turn.signal]) : turn.signal
+  try {
+    for (let attempt = 1; ; attempt++) {
+      const result = await sendOnce(endpoint, payload, bounded, streaming)
+      const next = nextStep(result, attempt, endpoint.retry, deadline)
+      if ("waitMs" in next) {
+        await sleep(next.waitMs, bounded)
+        continue
+      }
+      return settle(endpoint, result, attempt, next.note, read)
     }
-    return settle(endpoint, result, attempt, next.note, read)
+  } finally {
+    clearTimeout(turnTimer)
   }
 }
 
@@ -179,13 +215,17 @@ async function sendOnce<T>(endpoint: Endpoint, payload: string, signal: AbortSig
     })
     if (streaming && response.ok && response.body && isEventStream(response.headers.get("content-type"))) {
       stream = { afterText: false }
-      return await readStream(response.body, streaming, stream, () => timer.refresh())
+      return await readStream(endpoint, response.body, streaming, stream, () => timer.refresh())
     }
-    const text = await response.text()
+    const text = await readWhole(endpoint, response)
     const retryAfterMs = parseRetryAfter(response.headers.get("retry-after"), Date.now())
     return { kind: "answer", status: response.status, statusText: response.statusText, text, ...(retryAfterMs !== undefined && { retryAfterMs }) }
   } catch (err) {
     if (signal?.aborted) throw signal.reason
+    if (err instanceof TurnLimitError) throw err
+    if (err instanceof SseLineTooLongError) {
+      throw new TurnLimitError(`The ${endpoint.provider} model's event stream held a line (or an event) longer than ${err.limit} characters; the limit is createClient's maxLineLength (--model-max-line)`)
+    }
     if (stream) {
       const stalled = timeout.signal.aborted
       const reason = stalled ? `nothing came for ${endpoint.timeoutMs} ms` : streamFailure(err, credentialRedactor(endpoint.headers))
@@ -202,7 +242,7 @@ async function sendOnce<T>(endpoint: Endpoint, payload: string, signal: AbortSig
  * Feeds the body's events to a fresh reader until its terminal event.
  * `touch` restarts the request's timeout at every chunk, so it bounds a stall, not a long answer.
  */
-async function readStream<T>(body: AsyncIterable<Uint8Array>, streaming: Streaming<T>, progress: { afterText: boolean }, touch: () => void): Promise<Attempt<T>> {
+async function readStream<T>(endpoint: Endpoint, body: AsyncIterable<Uint8Array>, streaming: Streaming<T>, progress: { afterText: boolean }, touch: () => void): Promise<Attempt<T>> {
   touch()
   const reader = streaming.reader()
   const emit = (text: string) => {
@@ -210,18 +250,40 @@ async function readStream<T>(body: AsyncIterable<Uint8Array>, streaming: Streami
     progress.afterText = true
     streaming.onText(text)
   }
-  for await (const event of sseEvents(touching(body, touch))) {
+  for await (const event of sseEvents(touching(endpoint, body, touch), endpoint.limits.maxLineLength)) {
     const turn = reader.take(event, emit)
     if (turn !== undefined) return { kind: "streamed", turn } // leaving the loop cancels the rest of the body
   }
   return { kind: "cut", reason: `the stream ended before ${reader.terminal}`, afterText: progress.afterText, stalled: false }
 }
 
-async function* touching(body: AsyncIterable<Uint8Array>, touch: () => void): AsyncGenerator<Uint8Array> {
+/** The body's chunks, restarting the idle timeout at each, and refused past maxResponseBytes. */
+async function* touching(endpoint: Endpoint, body: AsyncIterable<Uint8Array>, touch: () => void): AsyncGenerator<Uint8Array> {
+  let size = 0
   for await (const chunk of body) {
+    size += chunk.byteLength
+    if (size > endpoint.limits.maxResponseBytes) throw tooLarge(endpoint)
     touch()
     yield chunk
   }
+}
+
+/** A whole answer as text, refused (and its connection dropped) past maxResponseBytes. */
+async function readWhole(endpoint: Endpoint, response: Response): Promise<string> {
+  if (response.body === null) return ""
+  const chunks: Uint8Array[] = []
+  let size = 0
+  // Leaving the loop by a throw cancels the body, and so the rest of the answer.
+  for await (const chunk of response.body) {
+    size += chunk.byteLength
+    if (size > endpoint.limits.maxResponseBytes) throw tooLarge(endpoint)
+    chunks.push(chunk)
+  }
+  return Buffer.concat(chunks).toString("utf8")
+}
+
+function tooLarge(endpoint: Endpoint): TurnLimitError {
+  return new TurnLimitError(`The ${endpoint.provider} model's answer ran past ${endpoint.limits.maxResponseBytes} bytes; the limit is createClient's maxResponseBytes (--model-max-response)`)
 }
 
 /** "text/event-stream", whatever its parameters and case. */

@@ -16,6 +16,7 @@ export function openAIModel(opts: EndpointOptions): Model {
     },
     timeoutMs: opts.timeoutMs,
     retry: opts.retry,
+    limits: opts.limits,
     expects: "a chat completion",
   }
   return {

@@ -1,13 +1,13 @@
 import t from "tap"
-import { sseEvents, type SseEvent } from "../../lib/models/sse-lines.js"
+import { sseEvents, SseLineTooLongError, type SseEvent } from "../../lib/models/sse-lines.js"
 
 /** The events sseEvents reads from a body that arrives as these chunks. */
-async function eventsOf(chunks: Array<string | Uint8Array>): Promise<SseEvent[]> {
+async function eventsOf(chunks: Array<string | Uint8Array>, maxLineLength?: number): Promise<SseEvent[]> {
   async function* body(): AsyncGenerator<Uint8Array> {
     for (const chunk of chunks) yield typeof chunk === "string" ? new TextEncoder().encode(chunk) : chunk
   }
   const events: SseEvent[] = []
-  for await (const event of sseEvents(body())) events.push(event)
+  for await (const event of sseEvents(body(), maxLineLength)) events.push(event)
   return events
 }
 
@@ -50,4 +50,13 @@ t.test("the body's end: a last event without its blank line is given, a line cut
   t.same(await eventsOf(["data: [DONE]\n"]), [{ event: "message", data: "[DONE]" }])
   t.same(await eventsOf(['data: {"a":1}\n\ndata: {"choi']), [{ event: "message", data: '{"a":1}' }])
   t.same(await eventsOf([]), [], "an empty body has no events")
+})
+
+t.test("a line at the limit passes whole across many chunks; one past it, or an event's data past it, is refused", async (t) => {
+  const line = "data: " + "a".repeat(94)
+  const pieces = Array.from({ length: 10 }, (_, i) => line.slice(i * 10, i * 10 + 10))
+  t.same(await eventsOf([...pieces, "\n\n"], 100), [{ event: "message", data: "a".repeat(94) }], "100 characters in ten chunks: one event")
+  await t.rejects(eventsOf([...pieces, "b", "\n\n"], 100), new SseLineTooLongError(100), "101 characters, still open: refused before its end comes")
+  await t.rejects(eventsOf([line + "bb\n\n"], 100), SseLineTooLongError, "a long line within one chunk too")
+  await t.rejects(eventsOf(["data: 1234\n".repeat(30)], 100), SseLineTooLongError, "many short data lines of one event")
 })
