@@ -24,7 +24,9 @@ let toolkit
 try {
   toolkit = await createToolkit({
     ...(config.a2aAgents && { a2aAgents: config.a2aAgents.map((url) => ({ url })) }),
-    ...(config.mcpServers && { mcpServers: config.mcpServers, logger: log }),
+    ...(config.mcpServers && { mcpServers: config.mcpServers }),
+    ...config.toolLimits,
+    logger: log,
   })
 } catch (err) {
   // A tool source that cannot be reached (an agent's card) is the operator's to fix: say which, without a stack.

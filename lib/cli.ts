@@ -47,6 +47,8 @@ interface CliConfig {
   a2aAgents?: string[]
   /** MCP servers whose tools the model may call: the `mcpServers` of the --mcp-config file, checked; absent, none. */
   mcpServers?: McpServers
+  /** createToolkit's limits the flags set; absent ones keep its defaults. */
+  toolLimits?: { maxToolResultBytes?: number; maxToolListingBytes?: number }
   /** Serve the task inspector page at /inspector/; absent, not served. */
   inspector?: true
   /** Prometheus metrics, as the plugin's `metrics` option: at /metrics, or on an address of their own; absent, off. */
@@ -93,6 +95,12 @@ Flags win over environment variables.
   --mcp-config FILE    an mcp.json: the MCP servers in its "mcpServers" object, by name, each
                        { "command", "args", "env", "cwd" } or { "url", "headers" }; their tools
                        join the agent's (TOOLNEXUS_MCP_CONFIG; default none)
+  --max-tool-result SIZE
+                       the most bytes of one tool result the model reads; a longer one is cut
+                       with a note (TOOLNEXUS_MAX_TOOL_RESULT, default 1MiB)
+  --max-tool-listing SIZE
+                       the most bytes of one tool's name, description and schema; an MCP tool
+                       past it is left out (TOOLNEXUS_MAX_TOOL_LISTING, default 256KiB)
   --log-format FORMAT  "pretty" or "json" (TOOLNEXUS_LOG_FORMAT; default pretty on a terminal,
                        JSON lines otherwise)
   --inspector          serve the task inspector, a page to read Tasks and talk to the agent, at
@@ -172,6 +180,8 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
       "model-max-response": { type: "string" },
       "model-max-line": { type: "string" },
       "model-turn-timeout": { type: "string" },
+      "max-tool-result": { type: "string" },
+      "max-tool-listing": { type: "string" },
       "log-format": { type: "string" },
       "request-timeout": { type: "string" },
       "headers-timeout": { type: "string" },
@@ -214,6 +224,10 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     maxResponseBytes: sizeFlag("model-max-response", setting("model-max-response")),
     maxLineLength: sizeFlag("model-max-line", setting("model-max-line")),
     turnTimeoutMs: durationFlag("model-turn-timeout", setting("model-turn-timeout")),
+  })
+  const toolLimits = definedOnly({
+    maxToolResultBytes: sizeFlag("max-tool-result", setting("max-tool-result")),
+    maxToolListingBytes: sizeFlag("max-tool-listing", setting("max-tool-listing")),
   })
   const publicUrl = values["public-url"] ?? env.TOOLNEXUS_PUBLIC_URL
   if (publicUrl !== undefined && publicUrl !== "" && !isPlainHttpUrl(publicUrl)) {
@@ -289,6 +303,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     ...(grpc !== undefined ? { grpc } : {}),
     ...(a2aAgents.length > 0 ? { a2aAgents } : {}),
     ...(mcpServers ? { mcpServers } : {}),
+    ...(toolLimits ? { toolLimits } : {}),
     ...(values.inspector || switchVariable("TOOLNEXUS_INSPECTOR", env.TOOLNEXUS_INSPECTOR) ? { inspector: true as const } : {}),
     ...metricsFlags(values.metrics, setting("metrics-listen"), env),
     logFormat,

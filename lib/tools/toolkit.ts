@@ -18,7 +18,13 @@ export function provideToolkitServer(serve: ToolkitServer): void {
   server = serve
 }
 
+/** Defaults of ToolkitOptions' limits: far above a useful tool's, far below what bloats every model request. */
+export const DEFAULT_MAX_TOOL_RESULT_BYTES = 1024 * 1024
+export const DEFAULT_MAX_TOOL_LISTING_BYTES = 256 * 1024
+
 export async function createToolkit(opts: ToolkitOptions = {}): Promise<Toolkit> {
+  const maxResultBytes = positiveLimit(opts.maxToolResultBytes, "maxToolResultBytes", DEFAULT_MAX_TOOL_RESULT_BYTES)
+  const maxListingBytes = positiveLimit(opts.maxToolListingBytes, "maxToolListingBytes", DEFAULT_MAX_TOOL_LISTING_BYTES)
   const sources = [...(opts.sources ?? [])]
   let own: Tool[]
   try {
@@ -63,6 +69,14 @@ export async function createToolkit(opts: ToolkitOptions = {}): Promise<Toolkit>
         if (next.has(tool?.name)) {
           throw new Error(`Tool name ${JSON.stringify(tool.name)}${from ? ` from ${from.name}` : ""} is used twice; tool names must be unique`)
         }
+        const listing = listingBytes(tool)
+        if (listing > maxListingBytes) {
+          const why = `Tool ${JSON.stringify(tool.name)}${from ? ` from ${from.name}` : ""} is ${listing} bytes listed (name, description, input schema), past opts.maxToolListingBytes (${maxListingBytes})`
+          // A source's tool is left out, the others kept; a tool of your own is a mistake to fix.
+          if (!from) throw new Error(`${why}: shorten it or raise the limit`)
+          opts.logger?.warn({ tool: tool.name.slice(0, 64), source: from.name, bytes: listing, limit: maxListingBytes }, "tool left out: its listing is too large")
+          return
+        }
         next.set(tool.name, { tool, validate: compile(tool) })
       } catch (err) {
         if (first || !from) throw err
@@ -96,9 +110,9 @@ export async function createToolkit(opts: ToolkitOptions = {}): Promise<Toolkit>
       }
       try {
         const output = await entry.tool.execute(input as JsonObject, ctx)
-        return { output: typeof output === "string" ? output : JSON.stringify(output) ?? "", isError: false }
+        return { output: cutToBytes(typeof output === "string" ? output : (JSON.stringify(output) ?? ""), maxResultBytes), isError: false }
       } catch (err) {
-        return { output: `Tool ${name} failed: ${err instanceof Error ? err.message : String(err)}`, isError: true }
+        return { output: cutToBytes(`Tool ${name} failed: ${err instanceof Error ? err.message : String(err)}`, maxResultBytes), isError: true }
       }
     },
     toOpenAI: () => tools.map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: t.inputSchema } })),
@@ -116,6 +130,28 @@ export async function createToolkit(opts: ToolkitOptions = {}): Promise<Toolkit>
     },
   }
   return toolkit
+}
+
+function positiveLimit(value: number | undefined, name: string, fallback: number): number {
+  if (value === undefined) return fallback
+  if (!Number.isSafeInteger(value) || value < 1) throw new TypeError(`createToolkit: opts.${name} should be a whole number of bytes, 1 or more, got ${JSON.stringify(value)}`)
+  return value
+}
+
+/** A tool's listing as model requests carry it: name, description and input schema. */
+function listingBytes(tool: Tool): number {
+  return Buffer.byteLength(tool.name) + Buffer.byteLength(String(tool.description ?? "")) + Buffer.byteLength(JSON.stringify(tool.inputSchema) ?? "")
+}
+
+/** `text` in at most `max` UTF-8 bytes, then a note saying it was cut; a short text as it is, without counting its bytes. */
+function cutToBytes(text: string, max: number): string {
+  // A UTF-16 unit is at most 3 UTF-8 bytes: most results need no count at all.
+  if (text.length * 3 <= max) return text
+  const bytes = Buffer.byteLength(text)
+  if (bytes <= max) return text
+  // Decoding the cut bytes drops a character split in two as U+FFFD: remove it.
+  const kept = Buffer.from(text).subarray(0, max).toString("utf8").replace(/\uFFFD$/, "")
+  return `${kept}\n[cut: the result was ${bytes} bytes; the toolkit keeps ${max} (maxToolResultBytes)]`
 }
 
 /** The toolkit was to own the sources: when it cannot be made, none is left running. */

@@ -64,6 +64,17 @@ export interface ToolkitOptions {
   /** Where the toolkit's sources say what happens while it runs: an MCP server that went away, a lazy one that cannot start. */
   logger?: Logger
   /**
+   * The most bytes of one tool result the model reads; default 1 MiB. A longer result is cut there, with
+   * a note the model can read saying how long it was. Every turn resends it, so this bounds what a tool
+   * (an MCP server, another agent) can make the server send the model.
+   */
+  maxToolResultBytes?: number
+  /**
+   * The most bytes of one tool's listing (name, description and input schema as JSON); default 256 KiB.
+   * A source's tool past it is left out with a warning (the others stay); a tool of your own past it throws.
+   */
+  maxToolListingBytes?: number
+  /**
    * Other A2A agents, each one tool: its card is read at createToolkit (a card that cannot be read fails
    * it), and a call sends the model's message and returns the agent's answer. See lib/tools/a2a-agents.ts.
    */

@@ -13,7 +13,7 @@ import { alive, stdioServer } from "../fixtures/mcp.js"
 t.test("checkMcpServers: each entry's settings, with the defaults", async (t) => {
   t.same(checkMcpServers({ files: { command: "npx", args: ["-y", "server"], env: { TOKEN: "x" }, cwd: "/tmp" }, web: { url: "https://mcp.example/mcp", headers: { authorization: "Bearer x" }, lazy: true, callTimeoutMs: 5000 } }), [
     { name: "files", lazy: false, callTimeoutMs: DEFAULT_CALL_TIMEOUT_MS, transport: "stdio", command: "npx", args: ["-y", "server"], env: { TOKEN: "x" }, cwd: "/tmp" },
-    { name: "web", lazy: true, callTimeoutMs: 5000, transport: "http", url: new URL("https://mcp.example/mcp"), headers: { authorization: "Bearer x" } },
+    { name: "web", lazy: true, callTimeoutMs: 5000, transport: "http", url: new URL("https://mcp.example/mcp"), headers: { authorization: "Bearer x" }, maxMessageBytes: 32 * 1024 * 1024 },
   ])
   t.match(checkMcpServers({ a: { type: "stdio", command: "x" }, b: { type: "sse", url: "http://h/sse" }, c: { type: "streamable-http", url: "http://h/" } }), [{ transport: "stdio", args: [], env: {} }, { transport: "sse" }, { transport: "http" }], "the type field mcp.json files written for other clients carry")
 })

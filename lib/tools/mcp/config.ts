@@ -1,5 +1,6 @@
 import { MAX_TIMER_MS } from "../../duration.js"
 import { isHttpUrl, withoutPassword } from "../../url-credentials.js"
+import { DEFAULT_MAX_MESSAGE_BYTES } from "./bounded-fetch.js"
 
 /** What every MCP server entry may say besides how to reach the server. */
 export interface McpServerOptions {
@@ -30,6 +31,8 @@ export interface McpHttpServerConfig extends McpServerOptions {
   url: string
   /** Sent with every request (an `authorization` header, say); never shown in errors or logs. */
   headers?: Record<string, string>
+  /** The largest message read from the server, in bytes; 32 MiB unless set. A larger one (or an endless line) ends the connection. */
+  maxMessageBytes?: number
 }
 
 export type McpServerConfig = McpStdioServerConfig | McpHttpServerConfig
@@ -44,7 +47,7 @@ export type McpServerSettings = {
   callTimeoutMs: number
 } & (
   | { transport: "stdio"; command: string; args: string[]; env: Record<string, string>; cwd?: string }
-  | { transport: "http" | "sse"; url: URL; headers: Record<string, string> }
+  | { transport: "http" | "sse"; url: URL; headers: Record<string, string>; maxMessageBytes: number }
 )
 
 /** A minute: long enough for a tool that searches or builds, short enough that a hung server does not hold a run for ever. */
@@ -56,7 +59,7 @@ export function startTimeoutMs(settings: McpServerSettings): number {
 }
 
 const STDIO_KEYS = ["type", "command", "args", "env", "cwd", "lazy", "callTimeoutMs"]
-const HTTP_KEYS = ["type", "url", "headers", "lazy", "callTimeoutMs"]
+const HTTP_KEYS = ["type", "url", "headers", "lazy", "callTimeoutMs", "maxMessageBytes"]
 
 /** How a field of a server's entry is named in errors: `mcpServers.github.command`. */
 export function fieldOf(name: string, field?: string): string {
@@ -106,7 +109,11 @@ function checkServer(name: string, entry: unknown): McpServerSettings {
   if (!isHttpUrl(entry.url)) {
     throw new TypeError(`${field("url")} should be an http(s) URL, got ${typeof entry.url === "string" ? JSON.stringify(withoutPassword(entry.url)) : typeName(entry.url)}`)
   }
-  return { ...common, transport: entry.type === "sse" ? "sse" : "http", url: new URL(entry.url), headers: checkStrings(entry.headers, field("headers"), "headers") }
+  const maxMessageBytes = entry.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES
+  if (typeof maxMessageBytes !== "number" || !Number.isSafeInteger(maxMessageBytes) || maxMessageBytes < 1) {
+    throw new TypeError(`${field("maxMessageBytes")} should be a whole number of bytes, 1 or more, got ${typeName(entry.maxMessageBytes)}`)
+  }
+  return { ...common, transport: entry.type === "sse" ? "sse" : "http", url: new URL(entry.url), headers: checkStrings(entry.headers, field("headers"), "headers"), maxMessageBytes }
 }
 
 function checkLazy(value: unknown, field: string): boolean {

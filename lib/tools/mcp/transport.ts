@@ -6,6 +6,7 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontex
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js"
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js"
 import { withoutPassword } from "../../url-credentials.js"
+import { boundedFetch } from "./bounded-fetch.js"
 import { fieldOf, startTimeoutMs, type McpServerSettings } from "./config.js"
 import { lenientOutputValidator } from "./schema.js"
 
@@ -78,7 +79,9 @@ async function openProcess(settings: Extract<McpServerSettings, { transport: "st
 async function openHttp(settings: Extract<McpServerSettings, { transport: "http" | "sse" }>, kind: "http" | "sse", events: ServerEvents, signal: AbortSignal): Promise<OpenedServer> {
   const { name, url, headers } = settings
   const requestInit = { headers }
-  const transport = kind === "http" ? new StreamableHTTPClientTransport(url, { requestInit }) : new SSEClientTransport(url, { requestInit })
+  // Every answer bounded per message: a huge result or an endless line ends the connection, not the server's memory.
+  const fetch = boundedFetch(settings.maxMessageBytes)
+  const transport = kind === "http" ? new StreamableHTTPClientTransport(url, { requestInit, fetch }) : new SSEClientTransport(url, { requestInit, fetch })
   const client = await connect(transport, settings, events, signal, (err) => {
     const reason = err.cause instanceof Error ? `${err.message} (${(err.cause as NodeJS.ErrnoException).code ?? err.cause.message})` : withStatus(err)
     return `${fieldOf(name, "url")} ${withoutPassword(url.href)} did not answer as an MCP server over ${kind === "http" ? "streamable HTTP" : "HTTP+SSE"}: ${reason}`
