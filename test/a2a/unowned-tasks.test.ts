@@ -37,7 +37,10 @@ async function server(t: Test, opts: { unownedTasksBelongTo?: string; store?: Ta
   })
   const post = async (body: unknown, secret: string) => {
     const res = await injectRpc(app, body, as(secret))
-    return /event-stream/.test(String(res.headers["content-type"])) ? { stream: sseMessages(res.body) } : res.json()
+    if (!/event-stream/.test(String(res.headers["content-type"]))) return res.json()
+    const events = sseMessages(res.body)
+    // 0.3 answers a streaming call refused before it began as a stream of that one error.
+    return events.length === 1 && events[0].error !== undefined ? events[0] : { stream: events }
   }
   /** The texts the model saw for a new message in the unowned Task's context. */
   const historyOfNewTurn = async (secret: string) => {

@@ -60,7 +60,7 @@ t.test("HTTP-level errors are JSON-RPC error bodies with the right status", asyn
   t.match(big.json(), { error: { code: -32600, message: /limit is 200 bytes/ } })
   const text = await app.inject({ method: "POST", url: "/", headers: { "content-type": "text/plain" }, payload: "hello" })
   t.equal(text.statusCode, 415)
-  t.match(text.json(), { error: { code: -32600, message: /Unsupported content type "text\/plain"/ } })
+  t.match(text.json(), { error: { code: -32005, message: /Unsupported content type "text\/plain"/ } })
   const rpcType = await post(app, rpc("GetTask", { id: "x" }), { "content-type": "application/json-rpc" })
   t.equal(rpcType.json().error.code, -32001, "application/json-rpc is parsed as JSON")
   const notification = await post(app, { jsonrpc: "2.0", method: "GetTask", params: { id: "x" } })

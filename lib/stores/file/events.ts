@@ -6,7 +6,7 @@ import { assertAppend, type EventLog, type LoggedEvent } from "../../streams/eve
 import { eventSweeper } from "../event-sweep.js"
 import { mapLimited } from "./list-index.js"
 import { TASK_FILE_SUFFIX, taskFileName, tmpFileName } from "./names.js"
-import type { FileStat, FileSystem } from "./file-system.js"
+import { isMissing, readText, writeNew, type FileStat, type FileSystem } from "./file-system.js"
 import type { RetentionSweeper } from "../retention.js"
 import { assertTaskId } from "../task-checks.js"
 import { WriteOrder } from "../write-order.js"
@@ -286,24 +286,13 @@ export class FileEventLog implements EventLog {
     }
   }
 
-  /** Creates `file` with `text`; EEXIST when it exists. */
-  private async writeNew(file: string, text: string): Promise<void> {
-    const handle = await this.host.fs.open(file, "wx")
-    try {
-      await handle.writeFile(text, "utf8")
-    } finally {
-      await handle.close()
-    }
+  /** Creates `file` with `text`, as the open leaves it (O_DSYNC by default, no further fsync); EEXIST when it exists. */
+  private writeNew(file: string, text: string): Promise<void> {
+    return writeNew(this.host.fs, file, text, { durable: false })
   }
 
-  /** The file's text; undefined when it is missing. */
-  private async readText(file: string): Promise<string | undefined> {
-    try {
-      return await this.host.fs.readFile(file, "utf8")
-    } catch (err) {
-      if (isMissing(err)) return undefined
-      throw new Error(`FileTaskStore could not read ${file}: ${(err as Error).message}`, { cause: err })
-    }
+  private readText(file: string): Promise<string | undefined> {
+    return readText(this.host.fs, file)
   }
 
   private logFile(name: string): string {
@@ -352,6 +341,3 @@ async function statOf(fs: FileSystem, file: string): Promise<FileStat | undefine
   }
 }
 
-function isMissing(err: unknown): boolean {
-  return (err as NodeJS.ErrnoException).code === "ENOENT"
-}

@@ -1,3 +1,8 @@
+/*
+ * The file system as the file stores see it: the operations they use (node:fs/promises fits), and the
+ * few helpers all of them share, each written once here.
+ */
+
 /** The file operations a FileTaskStore uses: node:fs/promises fits, and so does a wrapper that records or fails them. */
 export interface FileSystem {
   /** Creates the store's directory and any missing parents; an existing directory is not an error. */
@@ -57,4 +62,43 @@ export interface FileSystemHandle {
   writeFile(data: string, encoding: "utf8"): Promise<void>
   sync(): Promise<void>
   close(): Promise<void>
+}
+
+/** The error of a file (or directory) that is not there. */
+export function isMissing(err: unknown): boolean {
+  return (err as NodeJS.ErrnoException).code === "ENOENT"
+}
+
+/** A file's text; undefined when it is missing; any other failure says which file could not be read. */
+export async function readText(fs: Pick<FileSystem, "readFile">, file: string): Promise<string | undefined> {
+  try {
+    return await fs.readFile(file, "utf8")
+  } catch (err) {
+    if (isMissing(err)) return undefined
+    throw new Error(`FileTaskStore could not read ${file}: ${(err as Error).message}`, { cause: err })
+  }
+}
+
+/**
+ * Creates `file` holding `text`; EEXIST when it exists. `durable`: synced before it resolves (an fsync
+ * on top of the open's O_DSYNC, for a layer that opens without it); otherwise as the open leaves it.
+ */
+export async function writeNew(fs: Pick<FileSystem, "open">, file: string, text: string, { durable }: { durable: boolean }): Promise<void> {
+  const handle = await fs.open(file, "wx")
+  try {
+    await handle.writeFile(text, "utf8")
+    if (durable) await handle.sync()
+  } finally {
+    await handle.close()
+  }
+}
+
+/** Syncs a directory, so the names created or renamed in it survive a crash. */
+export async function syncDir(fs: Pick<FileSystem, "open">, dir: string): Promise<void> {
+  const handle = await fs.open(dir, "r")
+  try {
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
 }

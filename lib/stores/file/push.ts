@@ -11,7 +11,7 @@ import type { ReportError } from "../background-errors.js"
 import { idFromFileName, TASK_FILE_SUFFIX, taskFileName, tmpFileName } from "./names.js"
 import { mapLimited } from "./list-index.js"
 import { doneLine, entryLine, journalFileName, journalName, readJournal, takenJournalName, type JournalEntry, type JournalName } from "./push-journal.js"
-import type { FileSystem } from "./file-system.js"
+import { isMissing, readText, syncDir, writeNew, type FileSystem } from "./file-system.js"
 import { NextRun } from "../next-run.js"
 import { ABANDONED_PUSH_ITEM_MS, assertClaimArgs, assertPushConfig, deadLetterOf, newOutboxItem, padded, retried, type SavedEvent } from "../push-records.js"
 import type { PushClaim, PushConfigRecord, PushDeadLetter, PushEvent, PushOutboxItem, PushStore } from "../push-store.js"
@@ -1537,14 +1537,8 @@ export class FilePushStore implements PushStore {
     return text === undefined ? undefined : parseJson<T>(text)
   }
 
-  /** The file's text; undefined when it is missing. */
-  private async readText(file: string): Promise<string | undefined> {
-    try {
-      return await this.host.fs.readFile(file, "utf8")
-    } catch (err) {
-      if (isMissing(err)) return undefined
-      throw new Error(`${STORE} could not read ${file}: ${(err as Error).message}`, { cause: err })
-    }
+  private readText(file: string): Promise<string | undefined> {
+    return readText(this.host.fs, file)
   }
 
   private async mtime(file: string): Promise<number> {
@@ -1555,15 +1549,9 @@ export class FilePushStore implements PushStore {
     }
   }
 
-  /** Creates `file` with `text`, durably (O_DSYNC); EEXIST when it exists. */
-  private async writeNew(file: string, text: string): Promise<void> {
-    const handle = await this.host.fs.open(file, "wx")
-    try {
-      await handle.writeFile(text, "utf8")
-      await handle.sync()
-    } finally {
-      await handle.close()
-    }
+  /** Creates `file` with `text`, durably (O_DSYNC and an fsync); EEXIST when it exists. */
+  private writeNew(file: string, text: string): Promise<void> {
+    return writeNew(this.host.fs, file, text, { durable: true })
   }
 
   /** Creates `file` with `text`, not synced (its Task's save records it, see the header); EEXIST when it exists. Synced on a file system layer that cannot. */
@@ -1589,13 +1577,8 @@ export class FilePushStore implements PushStore {
     await this.host.fs.rm(file, { force: true })
   }
 
-  private async syncDir(dir: string): Promise<void> {
-    const handle = await this.host.fs.open(dir, "r")
-    try {
-      await handle.sync()
-    } finally {
-      await handle.close()
-    }
+  private syncDir(dir: string): Promise<void> {
+    return syncDir(this.host.fs, dir)
   }
 }
 
@@ -1713,6 +1696,3 @@ function parseJson<T>(text: string): T | undefined {
   }
 }
 
-function isMissing(err: unknown): boolean {
-  return (err as NodeJS.ErrnoException).code === "ENOENT"
-}
