@@ -1,4 +1,8 @@
-/** "toolnexus/fastify": the Fastify plugin and the standalone server built on it. */
+/**
+ * "toolnexus/fastify": the Fastify plugin and the standalone server built on it.
+ *
+ * @module toolnexus/fastify
+ */
 export { toolnexusA2A, toolnexusA2APlugin, type ToolnexusA2AOptions } from "./a2a.js"
 export { serve, createLogger, type HttpsOptions, type SecureFastifyInstance, type ServeOptions, type ServedAgent } from "./serve.js"
 export type { CardOptions } from "../lib/a2a/card.js"
@@ -8,3 +12,7 @@ export type { ToolnexusGrpc } from "./grpc.js"
 export type { ToolnexusMetrics } from "./metrics-route.js"
 export type { MetricsOptions } from "./options.js"
 export type { GrpcTlsOptions } from "../lib/grpc/server.js"
+export type { ServerTimeouts } from "./server-timeouts.js"
+export type { AuthSettings } from "../lib/a2a/auth.js"
+export type { PushOptions } from "../lib/push/options.js"
+export type { SigningKeyInput } from "../lib/signing-key.js"

@@ -4,11 +4,11 @@ import { checkCardOptions, type CardOptions } from "./card.js"
 import { unauthenticated } from "./auth.js"
 import { A2AError, ErrorCode } from "./errors.js"
 
-/** The fields of the public card an extended card may replace; the rest (URLs, interfaces, capabilities, security) is derived. */
-const EXTENDED_FIELDS = ["name", "description", "version", "provider", "skills"] as const
+/** What a host's extendedCard function gives for one principal: the public card's fields it replaces. */
+export type ExtendedCardFields = Pick<CardOptions, "name" | "description" | "version" | "provider" | "skills">
 
-/** What a host's extendedCard function gives for one principal. */
-export type ExtendedCardFields = Pick<CardOptions, (typeof EXTENDED_FIELDS)[number]>
+/** The fields of the public card an extended card may replace; the rest (URLs, interfaces, capabilities, security) is derived. */
+const EXTENDED_FIELDS = ["name", "description", "version", "provider", "skills"] as const satisfies readonly (keyof ExtendedCardFields)[]
 
 /**
  * The host's extended card: called with the authenticated principal on every GetExtendedAgentCard; it may be

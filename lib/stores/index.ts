@@ -1,4 +1,8 @@
-/** "toolnexus/stores": the TaskStore contract, the four stores and their helpers; no web server, logger or driver is loaded. */
+/**
+ * "toolnexus/stores": the TaskStore contract, the four stores and their helpers; no web server, logger or driver is loaded.
+ *
+ * @module toolnexus/stores
+ */
 export type { A2AArtifact, A2ADataPart, A2AFilePart, A2AMessage, A2APart, A2ATask, A2ATaskStatus, A2ATextPart, JsonObject, TaskState } from "../types.js"
 export { TERMINAL_STATES } from "../types.js"
 export type { LeaseBook, TaskStore } from "./task-store.js"
@@ -11,6 +15,8 @@ export { StoreFullError, type StoreLimit } from "./store-full.js"
 export { PostgresTaskStore, type PostgresTaskStoreOptions } from "./postgres/store.js"
 export { NatsTaskStore, type NatsTaskStoreOptions } from "./nats/store.js"
 export { InMemoryTaskStore, type InMemoryTaskStoreOptions } from "./memory/store.js"
-export { FileTaskStore, type FileTaskStoreOptions, type FileSystem, type FileSystemHandle } from "./file/store.js"
+export type { MemoryEventLog } from "./memory/events.js"
+export type { MemoryPushOptions, MemoryPushStore } from "./memory/push.js"
+export { FileTaskStore, type FileTaskStoreOptions, type FileStat, type FileSystem, type FileSystemHandle } from "./file/store.js"
 export { resolveStore, type ResolveStoreOptions, type StoreSelector } from "./resolve.js"
 export { pageOfTasks, type TaskPage, type TaskQuery } from "./list.js"
