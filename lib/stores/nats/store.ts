@@ -10,9 +10,10 @@ import { assertTask, parseStoredTask } from "../task-checks.js"
 import { TaskConflictError, type LeaseBook, type TaskStore } from "../task-store.js"
 import { WriteOrder } from "../write-order.js"
 import { pushSeqOf, pushWriterOf, withPushSeq } from "../../internals.js"
-import { NatsPushStore, type NatsPushMessage } from "./push.js"
+import { NatsPushStore } from "./push.js"
+import { NatsPushBucket } from "./push-bucket.js"
 import { isApiError, nextMessage, WRONG_LAST_SEQUENCE } from "./api.js"
-import { NatsEventLog, openEventStream, type NatsEventStream, type NatsEventStreams } from "./events.js"
+import { NatsEventLog, openEventStream, type NatsEventStream } from "./events.js"
 import type { EventLog } from "../../streams/event-log.js"
 import { eventTexts } from "../push-records.js"
 import type { PushEvent, PushStore } from "../push-store.js"
@@ -36,8 +37,6 @@ interface Connection {
 const MAX_SAVE_ATTEMPTS = 10
 /** What a message may carry when the server does not say: NATS's default max_payload. */
 const DEFAULT_MAX_PAYLOAD = 1024 * 1024
-/** The header a KV delete or purge marker carries ("DEL", "PURGE"); a value written has none. */
-const KV_OPERATION = "KV-Operation"
 
 /**
  * Tasks in a NATS JetStream KV bucket, shared by every server that points
@@ -83,8 +82,8 @@ export class NatsTaskStore implements TaskStore {
   private readonly connection: OpenOnce<Connection>
   /** The lease bucket on the current connection. */
   private leaseKv: OpenOnce<NatsKv>
-  /** The push bucket on the current connection. */
-  private pushKv: OpenOnce<NatsKv>
+  /** The push bucket, `<bucket>_push`, on the current connection. */
+  private readonly pushBucket: NatsPushBucket
   /** Push configs and the outbox, in `<bucket>_push` (see NatsPushStore). */
   readonly push: PushStore
   private readonly pushBook: NatsPushStore
@@ -111,7 +110,13 @@ export class NatsTaskStore implements TaskStore {
     this.retention = retentionSweeper("NatsTaskStore", opts.retention, (cutoff) => this.deleteFinishedBefore(cutoff), this.report)
     this.connection = new OpenOnce(() => this.connect(), closedError)
     this.leaseKv = this.newLeaseKv()
-    this.pushKv = this.newPushKv()
+    this.pushBucket = new NatsPushBucket({
+      name: `${this.bucket}_push`,
+      report: this.report,
+      connection: () => this.connection.get(),
+      assertOpen: () => this.assertOpen(),
+      isClosing: () => this.closing !== undefined,
+    })
     this.eventStreamReady = this.newEventStream()
     this.events = this.eventLog = new NatsEventLog({
       name: this.eventStream,
@@ -124,19 +129,16 @@ export class NatsTaskStore implements TaskStore {
     this.push = this.pushBook = new NatsPushStore({
       bucket: `${this.bucket}_push`,
       report: this.report,
-      kv: () => {
-        this.assertOpen()
-        return this.pushKv.get()
-      },
-      purgeSubjects: (filters) => this.purgeSubjects(`${this.bucket}_push`, filters),
-      purgeRevision: (key, revision) => this.purgeSubjects(`${this.bucket}_push`, [key], revision + 1),
+      kv: () => this.pushBucket.kv(),
+      purgeSubjects: (filters) => this.pushBucket.purge(filters),
+      purgeRevision: (key, revision) => this.pushBucket.purge([key], revision + 1),
       readTask: (id) => this.get(id),
       saveWithEvent: (task, events) => this.saveWithEvent(task, events),
       inOrder: (id, write) => this.writes.run(id, write),
       keyOf: natsKey,
-      watchPuts: (filter, onPut) => this.watchPushPuts(filter, onPut),
-      nextMessage: (filter, seq) => this.nextPushMessage(filter, seq),
-      keys: (filter) => this.pushKeys(filter),
+      watchPuts: (filter, onPut) => this.pushBucket.watchPuts(filter, onPut),
+      nextMessage: (filter, seq) => this.pushBucket.nextMessage(filter, seq),
+      keys: (filter) => this.pushBucket.keys(filter),
     })
   }
 
@@ -262,7 +264,7 @@ export class NatsTaskStore implements TaskStore {
       await this.eventLog.stop()
       await this.writes.idle()
       await this.leaseKv.close()
-      await this.pushKv.close()
+      await this.pushBucket.close()
       await this.eventStreamReady.close()
       const connection = await this.connection.close()
       if (connection && !connection.nc.isClosed()) await connection.nc.drain()
@@ -303,7 +305,7 @@ export class NatsTaskStore implements TaskStore {
     if (this.closing || attempt === undefined || this.connection.current !== attempt) return
     this.connection.forget(attempt)
     this.leaseKv = this.newLeaseKv()
-    this.pushKv = this.newPushKv()
+    this.pushBucket.reconnected()
     this.eventStreamReady = this.newEventStream()
     this.report(err ?? new Error(`NatsTaskStore's connection to ${this.server} closed; the next call connects again`), "connection")
   }
@@ -316,78 +318,11 @@ export class NatsTaskStore implements TaskStore {
     }, closedError)
   }
 
-  /** Calls `onPut` for every write of a push key matching `filter`, by any server, from now on (headers only). */
-  private async watchPushPuts(filter: string, onPut: () => void): Promise<() => Promise<void>> {
-    this.assertOpen()
-    const { driver } = await this.connection.get()
-    const kv = await this.pushKv.get()
-    const updates = await withContext("watch the push outbox", () => kv.watch({ key: filter, include: driver.KvWatchInclude.UpdatesOnly, headers_only: true }))
-    const done = (async () => {
-      try {
-        for await (const entry of updates) {
-          if (entry.operation !== "PUT") continue
-          try {
-            onPut()
-          } catch (err) {
-            this.report(err, "watch")
-          }
-        }
-      } catch (err) {
-        if (!this.closing) this.report(new Error(`NatsTaskStore's watch of the push outbox ended: ${messageOf(err)}`, { cause: err }), "watch")
-      }
-    })()
-    return async () => {
-      updates.stop()
-      await done
-    }
-  }
-
   /** Whether the Tasks bucket's stream holds a message after sequence `seq` (one request). */
   private async anyTaskAfter(seq: number): Promise<boolean> {
     const { nc } = await this.connection.get()
     const { streams } = await nc.jetstreamManager()
     return (await nextMessage(streams, `KV_${this.bucket}`, `$KV.${this.bucket}.>`, seq + 1)) !== undefined
-  }
-
-  /** The push bucket's stream, its name and the prefix of its subjects, once the bucket exists. */
-  private async pushStream(): Promise<{ streams: NatsEventStreams; stream: string; prefix: string }> {
-    this.assertOpen()
-    await this.pushKv.get() // its stream exists from here on
-    const { nc } = await this.connection.get()
-    const { streams } = await nc.jetstreamManager()
-    const bucket = `${this.bucket}_push`
-    return { streams, stream: `KV_${bucket}`, prefix: `$KV.${bucket}.` }
-  }
-
-  /** The push bucket's first message at or after stream sequence `seq` whose key matches `filter` (one request); undefined when there is none. */
-  private async nextPushMessage(filter: string, seq: number): Promise<NatsPushMessage | undefined> {
-    const { streams, stream, prefix } = await this.pushStream()
-    const msg = await nextMessage(streams, stream, `${prefix}${filter}`, seq)
-    if (msg === undefined) return undefined
-    const operation = (msg.header?.get(KV_OPERATION) || "PUT") as NatsPushMessage["operation"]
-    return { seq: msg.seq, key: msg.subject.slice(prefix.length), operation, time: msg.time, string: () => msg.string() }
-  }
-
-  /**
-   * The push bucket's keys matching `filter` that have a message in its
-   * stream, from the stream's info (one request, paged by the client past
-   * the server's page): a snapshot. Not the KV's keys(), whose consumer
-   * counts the messages pending when it starts and waits for each: a key
-   * purged in between (a delivered notification, a settled retry mark)
-   * never comes, and the listing never ends.
-   */
-  private async pushKeys(filter: string): Promise<string[]> {
-    const { streams, stream, prefix } = await this.pushStream()
-    const info = await streams.info(stream, { subjects_filter: `${prefix}${filter}` })
-    return Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(prefix.length))
-  }
-
-  /** The push bucket, opened on first use over whatever connection is current. */
-  private newPushKv(): OpenOnce<NatsKv> {
-    return new OpenOnce(async () => {
-      const { nc } = await this.connection.get()
-      return withContext(`open the KV bucket "${this.bucket}_push"`, () => nc.jetstream().views.kv(`${this.bucket}_push`, { history: 1 }))
-    }, closedError)
   }
 
   /** The event log's stream, made ready on first use over whatever connection is current. */
@@ -400,13 +335,6 @@ export class NatsTaskStore implements TaskStore {
         return { js: nc.jetstream(), streams, headers: () => driver.headers(), maxPayload: nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD }
       })
     }, closedError)
-  }
-
-  /** Removes every message of these subjects (relative to the bucket's keys) from the bucket's stream, or those below stream sequence `before`: no marker is left. */
-  private async purgeSubjects(bucket: string, filters: string[], before?: number): Promise<void> {
-    const { nc } = await this.connection.get()
-    const { streams } = await nc.jetstreamManager()
-    for (const filter of filters) await streams.purge(`KV_${bucket}`, { filter: `$KV.${bucket}.${filter}`, ...(before !== undefined && { seq: before }) })
   }
 
   /**
