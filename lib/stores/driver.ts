@@ -37,3 +37,10 @@ export async function loadDriver<T>(spec: DriverSpec<T>): Promise<T> {
   if (spec.fits(loaded?.default)) return loaded.default
   throw new Error(`${store}: the "${specifier}" package has no ${spec.uses}; it should be ${spec.expected} or work like it`)
 }
+
+/** A store's `driverModule` option, checked: the package to import its driver from, `fallback` ("pg", "nats") when not given. */
+export function driverModuleOption(store: string, value: unknown, fallback: string): string {
+  if (value === undefined) return fallback
+  if (typeof value !== "string" || value.length === 0) throw new TypeError(`${store}: opts.driverModule should be a package name, e.g. "${fallback}"`)
+  return value
+}

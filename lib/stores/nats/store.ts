@@ -1,113 +1,42 @@
-import { createHash, randomBytes } from "node:crypto"
+import { randomBytes } from "node:crypto"
 import { setTimeout as sleep } from "node:timers/promises"
 import type { A2ATask } from "../../types.js"
 import { TERMINAL_STATES } from "../../types.js"
-import { errorReporter, type ReportError, type TaskStoreOptions } from "../background-errors.js"
-import { loadDriver } from "../driver.js"
+import { errorReporter, type ReportError } from "../background-errors.js"
 import { checkQuery, pageOfTasks, type TaskPage, type TaskQuery } from "../list.js"
 import { OpenOnce } from "../open-once.js"
 import { isExpired, retentionSweeper, type RetentionSweeper } from "../retention.js"
-import { assertTask, assertTaskId, parseStoredTask } from "../task-checks.js"
+import { assertTask, parseStoredTask } from "../task-checks.js"
 import { TaskConflictError, type LeaseBook, type TaskStore } from "../task-store.js"
 import { WriteOrder } from "../write-order.js"
 import { pushSeqOf, pushWriterOf, withPushSeq } from "../../internals.js"
-import { NatsPushStore, type NatsPushMessage } from "./push.js"
+import { NatsPushStore } from "./push.js"
+import { NatsPushBucket } from "./push-bucket.js"
 import { isApiError, nextMessage, WRONG_LAST_SEQUENCE } from "./api.js"
-import { NatsEventLog, openEventStream, type NatsEventJetStream, type NatsEventStream, type NatsEventStreams, type NatsHeaders } from "./events.js"
-import { eventRetentionOf, type EventLog } from "../../streams/event-log.js"
+import { NatsEventLog, openEventStream, type NatsEventStream } from "./events.js"
+import type { EventLog } from "../../streams/event-log.js"
 import { eventTexts } from "../push-records.js"
 import type { PushEvent, PushStore } from "../push-store.js"
+import { loadNatsDriver, type NatsConnection, type NatsDriver, type NatsKv, type NatsKvEntry } from "./nats-driver.js"
+import { idFromNatsKey, natsKey } from "./keys.js"
+import { natsStoreSettings, type NatsTaskStoreOptions } from "./options.js"
+import { closedError, messageOf, quote, withContext } from "./errors.js"
+import { LEASE_BUCKET_MAX_AGE_MS, natsLeaseBook } from "./leases.js"
+import { lastValues } from "./last-values.js"
 
-export interface NatsTaskStoreOptions extends TaskStoreOptions {
-  /** The JetStream KV bucket holding the Tasks (default "toolnexus_tasks"); created on first use. Push configs and notifications go in `<bucket>_push`. */
-  bucket?: string
-  /** The KV bucket holding the servers' leases (default "toolnexus_leases"); created on first lease call. */
-  leaseBucket?: string
-  /** The package the driver is imported from (default "nats"): a fork or wrapper with nats@2's connect and KV. */
-  driverModule?: string
-  /** The JetStream stream holding the Tasks' stream events (default `<bucket>_events`, subjects `<eventStream>.>`); created on first use (see NatsEventLog). */
-  eventStream?: string
-  /** How long a finished Task's stream events are kept for resuming (`store.events`), in ms after it ended (default one hour). */
-  eventRetentionMs?: number
-}
+export type { NatsTaskStoreOptions } from "./options.js"
 
-/*
- * The little of the nats driver the store uses, declared here rather than
- * imported from "nats": nats is an optional peer, and the published types
- * must compile for an application without it. test/package/declarations.test.ts
- * checks that nats itself fits these.
- */
-
-interface NatsKvEntry {
-  key: string
-  operation: "PUT" | "DEL" | "PURGE"
-  revision: number
-  /** The server's time of the write. */
-  created: Date
-  string(): string
-}
-
-/** Entries as a watch delivers them, until stopped. */
-interface NatsKvWatch extends AsyncIterable<NatsKvEntry> {
-  stop(): void
-}
-
-interface NatsKv {
-  get(key: string, opts?: { revision: number }): Promise<NatsKvEntry | null>
-  put(key: string, value: Uint8Array, opts?: { previousSeq: number }): Promise<number>
-  /** Replaces the key's values with a PURGE marker; with `previousSeq`, only if the key is still at that revision. */
-  purge(key: string, opts?: { previousSeq: number }): Promise<void>
-  watch(opts?: { key?: string | string[]; include?: string; headers_only?: boolean; initializedFn?: () => void }): Promise<NatsKvWatch>
-  /** The keys (not deleted) matching a filter. */
-  keys(filter?: string): Promise<AsyncIterable<string>>
-}
-
-interface NatsConnection {
-  jetstream(): { views: { kv(name: string, opts: { history: number; ttl?: number }): Promise<NatsKv> } } & NatsEventJetStream
-  /** To remove delete markers (`purge` of one subject's messages before a sequence), and the event log's stream. */
-  jetstreamManager(): Promise<{ streams: NatsEventStreams }>
-  /** What the server told on connecting: the most a message may carry. */
-  readonly info?: { max_payload: number }
-  /** Settles when the connection closes for good, with the error that closed it, if any. */
-  closed(): Promise<void | Error>
-  close(): Promise<void>
-  drain(): Promise<void>
-  isClosed(): boolean
-}
-
-export interface NatsDriver {
-  connect(opts: { servers: string; user?: string; pass?: string; token?: string; name: string; maxReconnectAttempts: number; noAsyncTraces?: boolean }): Promise<NatsConnection>
-  /** What a KV watch starts with: the last value of every key, or only the updates from now on. */
-  KvWatchInclude: { LastValue: string; UpdatesOnly: string }
-  /** An empty set of message headers. */
-  headers(): NatsHeaders
-}
-
-const isNatsDriver = (module: unknown): module is NatsDriver =>
-  typeof (module as NatsDriver)?.connect === "function" && typeof (module as NatsDriver).KvWatchInclude === "object"
-
+/** The connection and what is opened with it. */
 interface Connection {
   driver: NatsDriver
   nc: NatsConnection
   tasks: NatsKv
 }
 
-const DEFAULT_BUCKET = "toolnexus_tasks"
-const DEFAULT_LEASE_BUCKET = "toolnexus_leases"
-/** What the nats client accepts as a bucket name, kept short: it names the stream, a directory on the server. */
-const BUCKET_NAME = /^[-\w]{1,64}$/
 /** Tries of one save against other writers before it gives up (2-3 s of backing off in all). */
 const MAX_SAVE_ATTEMPTS = 10
-/** Leases are dropped by the server this long after their last renewal, so dead instances leave nothing behind. */
-const LEASE_BUCKET_MAX_AGE_MS = 24 * 60 * 60_000
-/** How often the offset between our clock and the server's is measured again when only isAlive is called. */
-const CLOCK_RECHECK_MS = 60_000
-/** A key no encoded id can have (those have no dot), written to read the server's clock. */
-const CLOCK_KEY = "toolnexus.clock"
 /** What a message may carry when the server does not say: NATS's default max_payload. */
 const DEFAULT_MAX_PAYLOAD = 1024 * 1024
-/** The header a KV delete or purge marker carries ("DEL", "PURGE"); a value written has none. */
-const KV_OPERATION = "KV-Operation"
 
 /**
  * Tasks in a NATS JetStream KV bucket, shared by every server that points
@@ -153,8 +82,8 @@ export class NatsTaskStore implements TaskStore {
   private readonly connection: OpenOnce<Connection>
   /** The lease bucket on the current connection. */
   private leaseKv: OpenOnce<NatsKv>
-  /** The push bucket on the current connection. */
-  private pushKv: OpenOnce<NatsKv>
+  /** The push bucket, `<bucket>_push`, on the current connection. */
+  private readonly pushBucket: NatsPushBucket
   /** Push configs and the outbox, in `<bucket>_push` (see NatsPushStore). */
   readonly push: PushStore
   private readonly pushBook: NatsPushStore
@@ -166,36 +95,28 @@ export class NatsTaskStore implements TaskStore {
   private readonly writes = new WriteOrder()
   private readonly retention: RetentionSweeper | undefined
   private closing: Promise<void> | undefined
-  /** Server clock minus ours, in ms, as last measured. */
-  private clockOffsetMs: number | undefined
-  private clockMeasuredAt = 0
-
-  readonly leases: LeaseBook = {
-    renew: (instance, ttlMs) => this.renewLease(instance, ttlMs),
-    isAlive: (instance) => this.isLeaseAlive(instance),
-    release: (instance) => this.releaseLease(instance),
-  }
+  /** Judged by the server's clock (see natsLeaseBook). */
+  readonly leases: LeaseBook = natsLeaseBook(() => this.leaseBook())
 
   constructor(url: string, opts: NatsTaskStoreOptions = {}) {
-    if (opts === null || typeof opts !== "object") throw new TypeError("NatsTaskStore: opts should be an object like { bucket, leaseBucket }")
-    const { server, ...credentials } = parseServerUrl(url)
+    const { server, credentials, bucket, leaseBucket, eventStream, eventRetentionMs, driverModule } = natsStoreSettings(url, opts)
     this.server = server
     this.#credentials = credentials
-    this.bucket = bucketName("opts.bucket", opts.bucket ?? DEFAULT_BUCKET)
-    this.leaseBucket = bucketName("opts.leaseBucket", opts.leaseBucket ?? DEFAULT_LEASE_BUCKET)
-    if (this.leaseBucket === this.bucket) throw new TypeError(`NatsTaskStore: opts.leaseBucket should differ from opts.bucket (both are "${this.bucket}")`)
-    // Not a bucket, but the same rule fits a stream's name, and it is its subjects' first token too.
-    this.eventStream = opts.eventStream === undefined ? `${this.bucket}_events` : bucketName("opts.eventStream", opts.eventStream)
-    const eventRetentionMs = eventRetentionOf("NatsTaskStore", opts.eventRetentionMs)
-    if (opts.driverModule !== undefined && (typeof opts.driverModule !== "string" || opts.driverModule.length === 0)) {
-      throw new TypeError('NatsTaskStore: opts.driverModule should be a package name, e.g. "nats"')
-    }
-    this.driverModule = opts.driverModule ?? "nats"
+    this.bucket = bucket
+    this.leaseBucket = leaseBucket
+    this.eventStream = eventStream
+    this.driverModule = driverModule
     this.report = errorReporter("NatsTaskStore", opts.onError)
     this.retention = retentionSweeper("NatsTaskStore", opts.retention, (cutoff) => this.deleteFinishedBefore(cutoff), this.report)
     this.connection = new OpenOnce(() => this.connect(), closedError)
     this.leaseKv = this.newLeaseKv()
-    this.pushKv = this.newPushKv()
+    this.pushBucket = new NatsPushBucket({
+      name: `${this.bucket}_push`,
+      report: this.report,
+      connection: () => this.connection.get(),
+      assertOpen: () => this.assertOpen(),
+      isClosing: () => this.closing !== undefined,
+    })
     this.eventStreamReady = this.newEventStream()
     this.events = this.eventLog = new NatsEventLog({
       name: this.eventStream,
@@ -208,19 +129,16 @@ export class NatsTaskStore implements TaskStore {
     this.push = this.pushBook = new NatsPushStore({
       bucket: `${this.bucket}_push`,
       report: this.report,
-      kv: () => {
-        this.assertOpen()
-        return this.pushKv.get()
-      },
-      purgeSubjects: (filters) => this.purgeSubjects(`${this.bucket}_push`, filters),
-      purgeRevision: (key, revision) => this.purgeSubjects(`${this.bucket}_push`, [key], revision + 1),
+      kv: () => this.pushBucket.kv(),
+      purgeSubjects: (filters) => this.pushBucket.purge(filters),
+      purgeRevision: (key, revision) => this.pushBucket.purge([key], revision + 1),
       readTask: (id) => this.get(id),
       saveWithEvent: (task, events) => this.saveWithEvent(task, events),
       inOrder: (id, write) => this.writes.run(id, write),
       keyOf: natsKey,
-      watchPuts: (filter, onPut) => this.watchPushPuts(filter, onPut),
-      nextMessage: (filter, seq) => this.nextPushMessage(filter, seq),
-      keys: (filter) => this.pushKeys(filter),
+      watchPuts: (filter, onPut) => this.pushBucket.watchPuts(filter, onPut),
+      nextMessage: (filter, seq) => this.pushBucket.nextMessage(filter, seq),
+      keys: (filter) => this.pushBucket.keys(filter),
     })
   }
 
@@ -346,7 +264,7 @@ export class NatsTaskStore implements TaskStore {
       await this.eventLog.stop()
       await this.writes.idle()
       await this.leaseKv.close()
-      await this.pushKv.close()
+      await this.pushBucket.close()
       await this.eventStreamReady.close()
       const connection = await this.connection.close()
       if (connection && !connection.nc.isClosed()) await connection.nc.drain()
@@ -360,7 +278,7 @@ export class NatsTaskStore implements TaskStore {
 
   /** One connection and the task bucket, made on first use (see OpenOnce). */
   private async connect(): Promise<Connection> {
-    const driver = await loadDriver({ store: "NatsTaskStore", specifier: this.driverModule, expected: "nats@2", uses: "connect() and KvWatchInclude", fits: isNatsDriver })
+    const driver = await loadNatsDriver(this.driverModule)
     let nc: NatsConnection
     try {
       // noAsyncTraces: without it the client builds an Error (a stack trace) for every request and its timer, about
@@ -387,7 +305,7 @@ export class NatsTaskStore implements TaskStore {
     if (this.closing || attempt === undefined || this.connection.current !== attempt) return
     this.connection.forget(attempt)
     this.leaseKv = this.newLeaseKv()
-    this.pushKv = this.newPushKv()
+    this.pushBucket.reconnected()
     this.eventStreamReady = this.newEventStream()
     this.report(err ?? new Error(`NatsTaskStore's connection to ${this.server} closed; the next call connects again`), "connection")
   }
@@ -400,78 +318,11 @@ export class NatsTaskStore implements TaskStore {
     }, closedError)
   }
 
-  /** Calls `onPut` for every write of a push key matching `filter`, by any server, from now on (headers only). */
-  private async watchPushPuts(filter: string, onPut: () => void): Promise<() => Promise<void>> {
-    this.assertOpen()
-    const { driver } = await this.connection.get()
-    const kv = await this.pushKv.get()
-    const updates = await withContext("watch the push outbox", () => kv.watch({ key: filter, include: driver.KvWatchInclude.UpdatesOnly, headers_only: true }))
-    const done = (async () => {
-      try {
-        for await (const entry of updates) {
-          if (entry.operation !== "PUT") continue
-          try {
-            onPut()
-          } catch (err) {
-            this.report(err, "watch")
-          }
-        }
-      } catch (err) {
-        if (!this.closing) this.report(new Error(`NatsTaskStore's watch of the push outbox ended: ${messageOf(err)}`, { cause: err }), "watch")
-      }
-    })()
-    return async () => {
-      updates.stop()
-      await done
-    }
-  }
-
   /** Whether the Tasks bucket's stream holds a message after sequence `seq` (one request). */
   private async anyTaskAfter(seq: number): Promise<boolean> {
     const { nc } = await this.connection.get()
     const { streams } = await nc.jetstreamManager()
     return (await nextMessage(streams, `KV_${this.bucket}`, `$KV.${this.bucket}.>`, seq + 1)) !== undefined
-  }
-
-  /** The push bucket's stream, its name and the prefix of its subjects, once the bucket exists. */
-  private async pushStream(): Promise<{ streams: NatsEventStreams; stream: string; prefix: string }> {
-    this.assertOpen()
-    await this.pushKv.get() // its stream exists from here on
-    const { nc } = await this.connection.get()
-    const { streams } = await nc.jetstreamManager()
-    const bucket = `${this.bucket}_push`
-    return { streams, stream: `KV_${bucket}`, prefix: `$KV.${bucket}.` }
-  }
-
-  /** The push bucket's first message at or after stream sequence `seq` whose key matches `filter` (one request); undefined when there is none. */
-  private async nextPushMessage(filter: string, seq: number): Promise<NatsPushMessage | undefined> {
-    const { streams, stream, prefix } = await this.pushStream()
-    const msg = await nextMessage(streams, stream, `${prefix}${filter}`, seq)
-    if (msg === undefined) return undefined
-    const operation = (msg.header?.get(KV_OPERATION) || "PUT") as NatsPushMessage["operation"]
-    return { seq: msg.seq, key: msg.subject.slice(prefix.length), operation, time: msg.time, string: () => msg.string() }
-  }
-
-  /**
-   * The push bucket's keys matching `filter` that have a message in its
-   * stream, from the stream's info (one request, paged by the client past
-   * the server's page): a snapshot. Not the KV's keys(), whose consumer
-   * counts the messages pending when it starts and waits for each: a key
-   * purged in between (a delivered notification, a settled retry mark)
-   * never comes, and the listing never ends.
-   */
-  private async pushKeys(filter: string): Promise<string[]> {
-    const { streams, stream, prefix } = await this.pushStream()
-    const info = await streams.info(stream, { subjects_filter: `${prefix}${filter}` })
-    return Object.keys(info.state.subjects ?? {}).map((subject) => subject.slice(prefix.length))
-  }
-
-  /** The push bucket, opened on first use over whatever connection is current. */
-  private newPushKv(): OpenOnce<NatsKv> {
-    return new OpenOnce(async () => {
-      const { nc } = await this.connection.get()
-      return withContext(`open the KV bucket "${this.bucket}_push"`, () => nc.jetstream().views.kv(`${this.bucket}_push`, { history: 1 }))
-    }, closedError)
   }
 
   /** The event log's stream, made ready on first use over whatever connection is current. */
@@ -484,13 +335,6 @@ export class NatsTaskStore implements TaskStore {
         return { js: nc.jetstream(), streams, headers: () => driver.headers(), maxPayload: nc.info?.max_payload ?? DEFAULT_MAX_PAYLOAD }
       })
     }, closedError)
-  }
-
-  /** Removes every message of these subjects (relative to the bucket's keys) from the bucket's stream, or those below stream sequence `before`: no marker is left. */
-  private async purgeSubjects(bucket: string, filters: string[], before?: number): Promise<void> {
-    const { nc } = await this.connection.get()
-    const { streams } = await nc.jetstreamManager()
-    for (const filter of filters) await streams.purge(`KV_${bucket}`, { filter: `$KV.${bucket}.${filter}`, ...(before !== undefined && { seq: before }) })
   }
 
   /**
@@ -626,200 +470,4 @@ export class NatsTaskStore implements TaskStore {
     return this.leaseKv.get()
   }
 
-  private async renewLease(instance: string, ttlMs: number): Promise<void> {
-    const key = natsKey(instance)
-    if (!(Number.isFinite(ttlMs) && ttlMs > 0 && ttlMs <= LEASE_BUCKET_MAX_AGE_MS)) {
-      throw new TypeError(`NatsTaskStore.leases.renew: ttlMs should be a number of milliseconds > 0 and <= ${LEASE_BUCKET_MAX_AGE_MS}`)
-    }
-    const leases = await this.leaseBook()
-    const value = new TextEncoder().encode(JSON.stringify({ instance, ttlMs } satisfies Lease))
-    await withContext(`renew the lease of ${quote(instance)}`, () => this.putAndReadClock(leases, key, value))
-  }
-
-  /**
-   * Alive while the server's clock is before the lease's last write (the
-   * server's time) plus its ttl. Our clock is only used to carry the
-   * server's forward, corrected by the offset measured at each write: hosts
-   * whose clocks disagree still agree on leases, within half a round trip.
-   */
-  private async isLeaseAlive(instance: string): Promise<boolean> {
-    const key = natsKey(instance)
-    const leases = await this.leaseBook()
-    return withContext(`read the lease of ${quote(instance)}`, async () => {
-      if (this.clockOffsetMs === undefined || Date.now() - this.clockMeasuredAt > CLOCK_RECHECK_MS) {
-        await this.putAndReadClock(leases, CLOCK_KEY, new Uint8Array(0))
-      }
-      const entry = await leases.get(key)
-      if (entry?.operation !== "PUT") return false
-      let lease: Lease
-      try {
-        lease = JSON.parse(entry.string()) as Lease
-      } catch {
-        return false
-      }
-      if (lease?.instance !== instance || typeof lease.ttlMs !== "number") return false
-      return entry.created.getTime() + lease.ttlMs > Date.now() + (this.clockOffsetMs ?? 0)
-    })
-  }
-
-  private async releaseLease(instance: string): Promise<void> {
-    const key = natsKey(instance)
-    const leases = await this.leaseBook()
-    await withContext(`release the lease of ${quote(instance)}`, () => leases.purge(key))
-  }
-
-  /** Writes, then reads the server's timestamp of that write to learn how far our clock is from the server's. */
-  private async putAndReadClock(kv: NatsKv, key: string, value: Uint8Array): Promise<void> {
-    const sent = Date.now()
-    const revision = await kv.put(key, value)
-    const acked = Date.now()
-    const entry = await kv.get(key, { revision })
-    if (entry === null) return // already replaced by a newer write; measure next time
-    this.clockOffsetMs = entry.created.getTime() - (sent + acked) / 2
-    this.clockMeasuredAt = acked
-  }
-}
-
-interface Lease {
-  instance: string
-  ttlMs: number
-}
-
-const PLAIN_ID = /^[A-Za-z0-9_-]+$/
-const MAX_KEY_LENGTH = 1024
-/** A UTF-16 surrogate with no partner: it has no UTF-8 form, so two such ids could share a key. */
-const LONE_SURROGATE = /\p{Cs}/u
-
-/**
- * The KV key of a Task id (or lease instance). NATS keys allow only
- * `[-/_=.a-zA-Z0-9]`, and the bucket tells case apart, so:
- *
- * - ids of letters, digits, `-` and `_` are their own key: `abc-123`;
- * - any other id is `=` and the base64url of its UTF-8: `a/b` → `=YS9i`
- *   (no plain id has `=`, and no base64url starts with it);
- * - an id whose key would pass 1024 characters is `==` and its SHA-256 in
- *   hex, and the id stored inside tells it apart. Keys stay well under the
- *   4 KB protocol line the subject must fit in.
- */
-export function natsKey(id: string): string {
-  assertTaskId(id)
-  if (id.length <= MAX_KEY_LENGTH && PLAIN_ID.test(id)) return id
-  if (LONE_SURROGATE.test(id)) throw new TypeError("A Task id must be well-formed Unicode (it has a lone surrogate)")
-  const encoded = "=" + Buffer.from(id, "utf8").toString("base64url")
-  if (encoded.length <= MAX_KEY_LENGTH) return encoded
-  return "==" + createHash("sha256").update(id, "utf8").digest("hex")
-}
-
-/** The id a key was made from, or `undefined` for hashed keys (read the entry) and foreign keys. */
-export function idFromNatsKey(key: string): string | undefined {
-  if (key.length <= MAX_KEY_LENGTH && PLAIN_ID.test(key)) return key
-  if (!key.startsWith("=") || key.startsWith("==")) return undefined
-  const id = Buffer.from(key.slice(1), "base64url").toString("utf8")
-  // Buffer decoding forgives; only the one spelling natsKey makes counts.
-  return id.length > 0 && natsKey(id) === key ? id : undefined
-}
-
-/** `nats://[user:pass@]host[:port]`; a user alone is a token. */
-function parseServerUrl(url: unknown): { server: string; user?: string; pass?: string; token?: string } {
-  const wanted = 'NatsTaskStore: url should be "nats://[user:pass@]host[:port]", e.g. "nats://127.0.0.1:4222"'
-  if (typeof url !== "string") throw new TypeError(`${wanted}, got ${url === null ? "null" : `a ${typeof url}`}`)
-  let parsed: URL
-  try {
-    parsed = new URL(url)
-  } catch {
-    throw new TypeError(`${wanted}; got a string that is not a URL`)
-  }
-  // Never echo the URL: it may hold a password.
-  if (parsed.protocol !== "nats:") throw new TypeError(`${wanted}; got a ${parsed.protocol} URL`)
-  if (parsed.hostname === "") throw new TypeError(`${wanted}; got no host`)
-  if ((parsed.pathname !== "" && parsed.pathname !== "/") || parsed.search !== "" || parsed.hash !== "") {
-    throw new TypeError(`${wanted}; got a path, query or fragment after the host`)
-  }
-  const server = `nats://${parsed.host}`
-  const user = decodeURIComponent(parsed.username)
-  const pass = decodeURIComponent(parsed.password)
-  if (user !== "" && pass !== "") return { server, user, pass }
-  if (user !== "") return { server, token: user }
-  if (pass !== "") throw new TypeError(`${wanted}; got a password without a user`)
-  return { server }
-}
-
-function bucketName(option: string, value: unknown): string {
-  if (typeof value === "string" && BUCKET_NAME.test(value)) return value
-  const got = typeof value === "string" ? JSON.stringify(value.slice(0, 80)) : value === null ? "null" : `a ${typeof value}`
-  throw new TypeError(`NatsTaskStore: ${option} should be a KV bucket name of 1-64 letters, digits, "-" or "_", got ${got}`)
-}
-
-/** Runs a driver call, naming what it was doing when it fails: the driver's own messages are terse ("TIMEOUT"). */
-async function withContext<T>(doing: string, call: () => Promise<T>): Promise<T> {
-  try {
-    return await call()
-  } catch (err) {
-    if (err instanceof Error && err.message.startsWith("NatsTaskStore")) throw err
-    throw new Error(`NatsTaskStore could not ${doing}: ${messageOf(err)}`, { cause: err })
-  }
-}
-
-function closedError(): Error {
-  return new Error("NatsTaskStore is closed")
-}
-
-function messageOf(err: unknown): string {
-  return err instanceof Error ? err.message : String(err)
-}
-
-function quote(id: string): string {
-  return JSON.stringify(id.length > 128 ? id.slice(0, 128) + "…" : id)
-}
-
-/** How long a listing of last values goes without an entry before it asks the stream whether any is left to come. */
-const STALLED_LISTING_CHECK_MS = 250
-
-/**
- * Every key's last value (headers only, or with the values), in stream
- * order, ending once all were delivered: the watch's initialized callback
- * fires then, maybe before watch() returns, and what was queued is still
- * read. The watch counts the messages it has to deliver when it starts and
- * waits for that many; one purged before it came (a delete marker a
- * retention sweep removed, here or on another server) never comes. So when
- * no entry came for a while, `anyAfter(seq)` asks the stream whether a
- * message after the last entry is left, and with none the listing ends.
- * Leaving the loop early stops the watch.
- */
-async function* lastValues(kv: NatsKv, driver: NatsDriver, headersOnly: boolean, anyAfter: (seq: number) => Promise<boolean>): AsyncGenerator<NatsKvEntry> {
-  let initialized = false
-  let entries: NatsKvWatch | undefined = undefined
-  const initializedFn = () => {
-    initialized = true
-    entries?.stop()
-  }
-  entries = await kv.watch({ include: driver.KvWatchInclude.LastValue, ...(headersOnly && { headers_only: true }), initializedFn })
-  const watch = entries
-  if (initialized) watch.stop()
-  let last = 0
-  let arrived = false
-  const stalled = setInterval(() => {
-    if (arrived) {
-      arrived = false
-      return
-    }
-    const at = last
-    // A failed check stops nothing: the next one asks again.
-    void anyAfter(at).then(
-      (more) => {
-        if (!more && last === at) watch.stop()
-      },
-      () => {},
-    )
-  }, STALLED_LISTING_CHECK_MS)
-  try {
-    for await (const entry of watch) {
-      last = entry.revision
-      arrived = true
-      yield entry
-    }
-  } finally {
-    clearInterval(stalled)
-    watch.stop()
-  }
 }

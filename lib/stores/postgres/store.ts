@@ -1,21 +1,26 @@
-import { ownerOf, tenantOf } from "../../internals.js"
 import type { A2ATask } from "../../types.js"
 import { TERMINAL_STATES } from "../../types.js"
 import { errorReporter, type ReportError, type TaskStoreOptions } from "../background-errors.js"
-import { loadDriver } from "../driver.js"
-import { checkQuery, decodePageToken, encodeCursor, withoutArtifacts, type TaskPage, type TaskQuery } from "../list.js"
+import { driverModuleOption } from "../driver.js"
+import type { TaskPage, TaskQuery } from "../list.js"
 import { OpenOnce } from "../open-once.js"
 import { retentionSweeper, type RetentionSweeper } from "../retention.js"
-import { assertTask, assertTaskId } from "../task-checks.js"
+import { assertTaskId } from "../task-checks.js"
 import { TaskConflictError, type LeaseBook, type TaskStore } from "../task-store.js"
 import { WriteOrder } from "../write-order.js"
 import { GroupCommit } from "../group-commit.js"
-import { ESCAPED, fromTextKey, jsonbDocument, taskFrom, textKey } from "./text.js"
-import { outboxElement, PostgresPushStore, pushCleanupCtes, pushSchemaSql, pushTables, saveBatchWithEventsSql, saveWithEventSql } from "./push.js"
-import { eventCleanupCtes, eventSchemaSql, eventTables, PostgresEventLog } from "./events.js"
+import { taskFrom, textKey } from "./text.js"
+import { outboxElement, PostgresPushStore } from "./push.js"
+import { PostgresEventLog } from "./events.js"
 import { eventRetentionOf, type EventLog } from "../../streams/event-log.js"
 import { eventTextsApart } from "../push-records.js"
 import type { PushEvent, PushStore } from "../push-store.js"
+import { loadPgDriver, newListenClient, newPool, type PgClient, type PgDriver, type PgPool } from "./pg-driver.js"
+import { checkName, checkNames, createTables, schemaSql } from "./schema.js"
+import { statements, type Statements } from "./statements.js"
+import { idKey, rowOf, type TaskRow } from "./rows.js"
+import { listTasks } from "./listing.js"
+import { ChangeListener } from "./listener.js"
 
 export interface PostgresTaskStoreOptions extends TaskStoreOptions {
   /** The Tasks table (default "toolnexus_tasks"). */
@@ -34,83 +39,6 @@ export interface PostgresTaskStoreOptions extends TaskStoreOptions {
   eventRetentionMs?: number
 }
 
-/*
- * The little of the pg driver the store uses, declared here rather than
- * imported from "pg": pg is an optional peer, and the published types must
- * compile for an application without it. test/package/declarations.test.ts checks
- * that pg itself fits these.
- */
-
-interface PgQueryResult<Row> {
-  rows: Row[]
-  rowCount: number | null
-}
-
-/** A named query: prepared once per connection, then only bound and run. */
-interface PgNamedQuery {
-  name: string
-  text: string
-  values?: unknown[]
-}
-
-interface PgQueryable {
-  query<Row = Record<string, unknown>>(text: string, values?: unknown[]): Promise<PgQueryResult<Row>>
-  query<Row = Record<string, unknown>>(query: PgNamedQuery): Promise<PgQueryResult<Row>>
-}
-
-interface PgPool extends PgQueryable {
-  on(event: "error", listener: (err: Error) => void): unknown
-  end(): Promise<void>
-}
-
-interface PgNotification {
-  channel: string
-  payload?: string
-}
-
-interface PgClient extends PgQueryable {
-  connect(): Promise<unknown>
-  end(): Promise<void>
-  on(event: "notification", listener: (message: PgNotification) => void): unknown
-  on(event: "error", listener: (err: Error) => void): unknown
-  on(event: "end", listener: () => void): unknown
-}
-
-/** What the store passes to `new Pool()` and `new Client()`. */
-interface PgConnectionConfig {
-  connectionString: string
-  connectionTimeoutMillis: number
-  application_name: string
-  max?: number
-  allowExitOnIdle?: boolean
-  query_timeout?: number
-  keepAlive?: boolean
-}
-
-export interface PgDriver {
-  Pool: new (config: PgConnectionConfig) => PgPool
-  Client: new (config: PgConnectionConfig) => PgClient
-}
-
-const isPgDriver = (module: unknown): module is PgDriver =>
-  typeof (module as PgDriver)?.Pool === "function" && typeof (module as PgDriver).Client === "function"
-
-/** Lowercase only, so a name means the same table quoted or not; short enough for the derived index and channel names to fit Postgres's 63 bytes. */
-const NAME = /^[a-z_][a-z0-9_]{0,47}$/
-const NAME_RULE = "a lowercase SQL name (a-z, 0-9 and _, not starting with a digit, at most 48 characters)"
-/** The btree index on id holds keys up to ~2700 bytes; refusing longer ids up front beats a failure that depends on how well the id compresses. */
-const MAX_ID_BYTES = 2048
-const MAX_TIMESTAMP_BYTES = 256
-/** A query or connect that takes this long is a dead server or network, not a slow one. */
-const CONNECT_TIMEOUT_MS = 15_000
-const WATCH_HEARTBEAT_MS = 30_000
-const WATCH_QUERY_TIMEOUT_MS = 10_000
-const WATCH_RETRY_FIRST_MS = 100
-const WATCH_RETRY_MAX_MS = 5_000
-/** Expired leases this old are pruned on any renew: no one asks about a server gone that long. */
-const LEASE_PRUNE_AFTER = "1 hour"
-/** Errors two servers' concurrent CREATE ... IF NOT EXISTS can hit: unique_violation, duplicate_table, duplicate_object. */
-const CREATE_RACE_CODES = new Set(["23505", "42P07", "42710"])
 const TERMINAL = [...TERMINAL_STATES]
 /** Rows one retention statement deletes: each batch is its own short transaction, so a sweep of a million rows holds no long lock. */
 const RETENTION_BATCH = 1000
@@ -125,92 +53,9 @@ const SAVE_BATCH = 256
  *
  * The constructor does no I/O. The driver ("pg", an optional peer
  * dependency) is imported on first use, and the tables are created then if
- * they are missing. The schema, as `PostgresTaskStore.schemaSql()` returns
- * it for the default names; an operator may run it by hand, and the store
- * then needs no CREATE privilege:
- *
- *     CREATE TABLE IF NOT EXISTS "toolnexus_tasks" (
- *       id text COLLATE "C" PRIMARY KEY,
- *       task jsonb NOT NULL,
- *       state text NOT NULL,
- *       status_ts text COLLATE "C" NOT NULL DEFAULT '',
- *       context_id text,
- *       principal text,
- *       version bigint NOT NULL DEFAULT 1
- *     );
- *     ALTER TABLE "toolnexus_tasks" ADD COLUMN IF NOT EXISTS tenant text;
- *     CREATE INDEX IF NOT EXISTS "toolnexus_tasks_ts_id" ON "toolnexus_tasks" (status_ts DESC, id DESC);
- *     CREATE INDEX IF NOT EXISTS "toolnexus_tasks_context" ON "toolnexus_tasks" USING hash (context_id);
- *     CREATE TABLE IF NOT EXISTS "toolnexus_leases" (
- *       instance text PRIMARY KEY,
- *       expires_at timestamptz NOT NULL
- *     );
- *     CREATE TABLE IF NOT EXISTS "toolnexus_tasks_pushcfg" (
- *       task_id text COLLATE "C" NOT NULL,
- *       id text COLLATE "C" NOT NULL,
- *       config jsonb NOT NULL,
- *       PRIMARY KEY (task_id, id)
- *     );
- *     CREATE TABLE IF NOT EXISTS "toolnexus_tasks_outbox" (
- *       seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
- *       key text NOT NULL,
- *       task_id text COLLATE "C" NOT NULL,
- *       config_id text COLLATE "C" NOT NULL,
- *       event jsonb NOT NULL,
- *       attempts integer NOT NULL DEFAULT 0,
- *       not_before bigint NOT NULL,
- *       enqueued_at bigint NOT NULL,
- *       last_error text,
- *       claimed_by text,
- *       claim_token text,
- *       claim_until timestamptz
- *     );
- *     CREATE INDEX IF NOT EXISTS "toolnexus_tasks_outbox_ch" ON "toolnexus_tasks_outbox" (task_id, config_id, seq);
- *     CREATE TABLE IF NOT EXISTS "toolnexus_tasks_dead" (
- *       seq bigint PRIMARY KEY,
- *       key text NOT NULL,
- *       task_id text COLLATE "C" NOT NULL,
- *       config_id text COLLATE "C" NOT NULL,
- *       event jsonb NOT NULL,
- *       attempts integer NOT NULL,
- *       not_before bigint NOT NULL,
- *       enqueued_at bigint NOT NULL,
- *       last_error text,
- *       reason text NOT NULL,
- *       dead_at bigint NOT NULL
- *     );
- *     CREATE INDEX IF NOT EXISTS "toolnexus_tasks_dead_at" ON "toolnexus_tasks_dead" (dead_at DESC, seq DESC);
- *     CREATE INDEX IF NOT EXISTS "toolnexus_tasks_dead_task" ON "toolnexus_tasks_dead" (task_id);
- *     ALTER TABLE "toolnexus_tasks_outbox" ADD COLUMN IF NOT EXISTS trace_context jsonb;
- *     ALTER TABLE "toolnexus_tasks_dead" ADD COLUMN IF NOT EXISTS trace_context jsonb;
- *     CREATE TABLE IF NOT EXISTS "toolnexus_tasks_events" (
- *       task_id text COLLATE "C" NOT NULL,
- *       position bigint NOT NULL,
- *       event text NOT NULL,
- *       PRIMARY KEY (task_id, position)
- *     );
- *     CREATE TABLE IF NOT EXISTS "toolnexus_tasks_events_ends" (
- *       task_id text COLLATE "C" PRIMARY KEY,
- *       expires_at timestamptz NOT NULL
- *     );
- *     CREATE INDEX IF NOT EXISTS "toolnexus_tasks_events_ends_at" ON "toolnexus_tasks_events_ends" (expires_at);
- *
- * The push tables hold push configs, the outbox of notifications not yet
- * delivered and the dead letters (see PostgresPushStore); the last two, the
- * Tasks' stream events and when ended logs expire (see PostgresEventLog).
- * `task` is the whole Task and the truth; the other columns are copies for
- * filtering and ordering: `status_ts` is status.timestamp ('' when missing),
- * `principal` is the Task's owner (`ownerOf`, what `TaskQuery.owners` names),
- * `tenant` the tenant it was created under (`tenantOf`, `TaskQuery.tenant`;
- * added to tables made before tenants by the store's open, or by hand),
- * `version` counts the writes.
- * COLLATE "C" orders by code point, as ListTasks' JavaScript ordering does
- * (the two differ only between U+E000-U+FFFF and characters past U+FFFF).
- * Postgres text holds no NUL and no lone surrogate: a key column holding
- * such a string keeps an escaped form starting with \x01 (`textKey`), which
- * is also where such an id sorts, and a Task containing one is kept as a
- * jsonb string of its JSON text. Every save and delete NOTIFYs the channel
- * with the id's key; ids are at most 2048 bytes, well inside NOTIFY's 8000.
+ * they are missing (schema.ts shows them and what each column holds;
+ * `PostgresTaskStore.schemaSql()` gives the SQL for an operator to run by
+ * hand, and the store then needs no CREATE privilege).
  *
  * Saves are group-committed: those called while a save statement is under
  * way go together in the next one (one transaction, one WAL flush, the
@@ -241,7 +86,7 @@ export class PostgresTaskStore implements TaskStore {
   private readonly poolSize: number
   private readonly driverModule: string
   private readonly report: ReportError
-  private readonly sql: ReturnType<typeof statements>
+  private readonly sql: Statements
   private readonly listener: ChangeListener
   /** LISTEN on `<channel>_push`, NOTIFYed when a save enqueues notifications. */
   private readonly outboxListener: ChangeListener
@@ -270,17 +115,14 @@ export class PostgresTaskStore implements TaskStore {
     this.report = errorReporter("PostgresTaskStore", opts.onError)
     const eventRetentionMs = eventRetentionOf("PostgresTaskStore", opts.eventRetentionMs)
     this.retention = retentionSweeper("PostgresTaskStore", opts.retention, (cutoff) => this.deleteFinishedBefore(cutoff), this.report)
-    if (opts.driverModule !== undefined && (typeof opts.driverModule !== "string" || opts.driverModule.length === 0)) {
-      throw new TypeError("PostgresTaskStore: opts.driverModule should be a package name, e.g. \"pg\"")
-    }
+    this.driverModule = driverModuleOption("PostgresTaskStore", opts.driverModule, "pg")
     this.url = url
     this.table = names.table
     this.leaseTable = names.leaseTable
     this.eventTable = names.eventTable
     this.channel = opts.channel ?? `${this.table}_changes`
     this.poolSize = opts.poolSize ?? 10
-    this.driverModule = opts.driverModule ?? "pg"
-    this.sql = statements(this.table, this.leaseTable, this.eventTable)
+    this.sql = statements(names)
     this.saves = new GroupCommit((rows) => this.writeBatch(rows), { maxBatch: SAVE_BATCH, inFlight: 1 })
     this.reads = new GroupCommit((keys) => this.readBatch(keys), { maxBatch: SAVE_BATCH, inFlight: 2 })
     this.connection = new OpenOnce(() => this.openPool(), closedError)
@@ -315,8 +157,7 @@ export class PostgresTaskStore implements TaskStore {
 
   /** The SQL that creates the tables and indexes, for an operator to run by hand. */
   static schemaSql(opts: Pick<PostgresTaskStoreOptions, "table" | "leaseTable" | "eventTable"> = {}): string {
-    const { table, leaseTable, eventTable } = checkNames(opts)
-    return schemaSql(table, leaseTable, eventTable)
+    return schemaSql(checkNames(opts))
   }
 
   async get(id: string): Promise<A2ATask | undefined> {
@@ -344,57 +185,10 @@ export class PostgresTaskStore implements TaskStore {
     }
   }
 
-  /** ListTasks in SQL: one statement, so the page and its total come from one snapshot. */
+  /** ListTasks in SQL (see listTasks). */
   async list(query: TaskQuery): Promise<TaskPage> {
     this.assertOpen()
-    const pageSize = checkQuery(query)
-    const after = query.pageToken ? decodePageToken(query.pageToken) : undefined
-    const params: unknown[] = []
-    const param = (value: unknown) => `$${params.push(value)}`
-    const filters = ["true"]
-    if (query.owners !== undefined) filters.push(ownerFilter(query.owners, param))
-    if (query.tenant === null) filters.push("tenant IS NULL")
-    else if (query.tenant !== undefined) filters.push(`tenant = ${param(textKey(query.tenant))}`)
-    if (query.contextId !== undefined) filters.push(`context_id = ${param(textKey(query.contextId))}`)
-    if (query.status !== undefined) filters.push(`state = ${param(textKey(query.status))}`)
-    if (query.statusTimestampAfter !== undefined) filters.push(`status_ts >= ${param(textKey(query.statusTimestampAfter))}`)
-    const matching = filters.join(" AND ")
-    const cursor = after ? `(status_ts, id) < (${param(textKey(after.t))}, ${param(textKey(after.id))})` : "true"
-    // Without artifacts, leave them in the database; a Task kept as a jsonb string is trimmed below.
-    const document = query.includeArtifacts ? "task" : "CASE WHEN jsonb_typeof(task) = 'object' THEN task - 'artifacts' ELSE task END"
-    const pool = await this.pool()
-    const { rows } = await pool.query<{ total: string; task: string | null; status_ts: string; id: string }>(
-      `SELECT total.n::text AS total, page.task, page.status_ts, page.id
-         FROM (SELECT count(*) AS n FROM ${this.sql.table} WHERE ${matching}) AS total
-         LEFT JOIN LATERAL (
-           SELECT (${document})::text AS task, status_ts, id FROM ${this.sql.table}
-            WHERE ${matching} AND ${cursor}
-            ORDER BY status_ts DESC, id DESC
-            LIMIT ${param(pageSize + 1)}
-         ) AS page ON true
-        ORDER BY page.status_ts DESC, page.id DESC`,
-      params,
-    )
-    const found = rows.filter((row) => row.task !== null)
-    const more = found.length > pageSize
-    const page = found.slice(0, pageSize)
-    const tasks: A2ATask[] = []
-    for (const row of page) {
-      const id = fromTextKey(row.id)
-      try {
-        tasks.push(taskFrom(row.task!, id))
-      } catch (err) {
-        // Left out, as the other stores leave out what they cannot read: one bad row must not stop every listing and recovery.
-        this.report(err, "list", id)
-      }
-    }
-    const last = page[page.length - 1]
-    return {
-      tasks: query.includeArtifacts ? tasks : tasks.map(withoutArtifacts),
-      nextPageToken: more ? encodeCursor(fromTextKey(last.status_ts), fromTextKey(last.id)) : "",
-      totalSize: Number(rows[0].total),
-      pageSize,
-    }
+    return listTasks(() => this.pool(), this.sql.table, query, this.report)
   }
 
   delete(id: string): Promise<void> {
@@ -481,7 +275,7 @@ export class PostgresTaskStore implements TaskStore {
     let written: Map<string, number>
     try {
       const pool = await this.pool()
-      const column = <K extends keyof SaveRow>(key: K) => batch.map(({ row }) => row[key])
+      const column = <K extends keyof TaskRow>(key: K) => batch.map(({ row }) => row[key])
       const values = [column("id"), column("document"), column("state"), column("statusTs"), column("contextId"), column("owner"), column("tenant"), this.channel, TERMINAL]
       // Without push events, a statement that does not touch the outbox (an operator may grant a store only its Tasks' tables).
       const withEvents = batch.some(({ event }) => event !== null)
@@ -499,7 +293,7 @@ export class PostgresTaskStore implements TaskStore {
   }
 
   /** Resolves with how many notifications the save enqueued. */
-  private async write(id: string, row: SaveRow, event: string | undefined): Promise<number> {
+  private async write(id: string, row: TaskRow, event: string | undefined): Promise<number> {
     const pool = await this.pool()
     const params = [row.id, row.document, row.state, row.statusTs, row.contextId, [row.owner, row.tenant], this.channel, TERMINAL]
     const [statement, values] = event === undefined ? [this.sql.save, params] : [this.sql.saveWithEvent, [...params, event, Date.now(), `${this.channel}_push`]]
@@ -550,19 +344,11 @@ export class PostgresTaskStore implements TaskStore {
   }
 
   private async openPool(): Promise<PgPool> {
-    const { Pool } = await this.driver()
-    const pool = new Pool({
-      connectionString: this.url,
-      max: this.poolSize,
-      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-      application_name: "toolnexus",
-      // A store nobody closed must not keep the process alive.
-      allowExitOnIdle: true,
-    })
+    const pool = newPool(await this.driver(), this.url, this.poolSize)
     // Without a listener, an idle connection's error would be thrown at the process.
     pool.on("error", (err) => this.report(err, "connection"))
     try {
-      await this.createTables(pool)
+      await createTables(pool, this)
     } catch (err) {
       await pool.end().catch(() => {})
       throw err
@@ -572,316 +358,23 @@ export class PostgresTaskStore implements TaskStore {
     return pool
   }
 
-  /** Creates what is missing. Two servers starting at once may race; the loser's retry finds the winner's committed tables. */
-  private async createTables(pool: PgPool): Promise<void> {
-    const { configs, outbox, dead } = pushTables(this.table)
-    const { events, ends } = eventTables(this.eventTable)
-    const added = [this.sql.table, outbox, dead]
-    const { rows } = await pool.query<{ ready: boolean }>(this.sql.tablesExist, [[this.sql.table, this.sql.leaseTable, configs, outbox, dead, events, ends], added, ["tenant", "trace_context", "trace_context"]])
-    if (rows[0].ready) return
-    const schema = schemaSql(this.table, this.leaseTable, this.eventTable)
-    try {
-      await pool.query(schema)
-    } catch (err) {
-      if (!CREATE_RACE_CODES.has((err as { code?: string }).code ?? "")) throw err
-      await pool.query(schema)
-    }
-  }
-
   private driver(): Promise<PgDriver> {
-    return loadDriver({ store: "PostgresTaskStore", specifier: this.driverModule, expected: "pg", uses: "Pool and Client classes", fits: isPgDriver })
+    return loadPgDriver(this.driverModule)
   }
 
   private async listenClient(): Promise<PgClient> {
-    const { Client } = await this.driver()
-    return new Client({
-      connectionString: this.url,
-      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
-      query_timeout: WATCH_QUERY_TIMEOUT_MS,
-      keepAlive: true,
-      application_name: "toolnexus-watch",
-    })
+    return newListenClient(await this.driver(), this.url)
   }
 }
 
-/**
- * The one LISTEN connection of a store, shared by its watchers: opened by
- * the first, closed after the last. While anyone watches, a dropped
- * connection is reopened with backoff; a heartbeat query finds a connection
- * the network silently lost.
- */
-class ChangeListener {
-  /** One entry per watch() call, so one function watching twice is two watchers. */
-  private readonly watchers = new Set<{ onChange: (id: string) => void }>()
-  private readonly connection: OpenOnce<PgClient>
-  private client: PgClient | undefined
-  /** Bumped by stop(), so a connection that opens after it is closed at once. */
-  private generation = 0
-  private failures = 0
-  private retryTimer: NodeJS.Timeout | undefined
-  private heartbeat: NodeJS.Timeout | undefined
-
-  constructor(
-    private readonly channel: string,
-    private readonly newClient: () => Promise<PgClient>,
-    private readonly report: ReportError,
-  ) {
-    // Never closed for good: stop() forgets the connection, and the next watcher opens another.
-    this.connection = new OpenOnce(() => this.open())
-  }
-
-  async add(onChange: (id: string) => void): Promise<() => Promise<void>> {
-    const watcher = { onChange }
-    this.watchers.add(watcher)
-    try {
-      await this.connection.get()
-    } catch (err) {
-      await this.remove(watcher)
-      throw err
-    }
-    return () => this.remove(watcher)
-  }
-
-  async stop(): Promise<void> {
-    this.watchers.clear()
-    this.generation++
-    clearTimeout(this.retryTimer)
-    clearInterval(this.heartbeat)
-    this.retryTimer = undefined
-    this.connection.forget(this.connection.current)
-    const client = this.client
-    this.client = undefined
-    await client?.end().catch(() => {})
-  }
-
-  private async remove(watcher: { onChange: (id: string) => void }): Promise<void> {
-    if (this.watchers.delete(watcher) && this.watchers.size === 0) await this.stop()
-  }
-
-  private async open(): Promise<PgClient> {
-    const generation = this.generation
-    const client = await this.newClient()
-    client.on("notification", (message) => this.deliver(message))
-    client.on("error", (err) => this.lost(client, err))
-    client.on("end", () => this.lost(client))
-    try {
-      await client.connect()
-      await client.query(`LISTEN "${this.channel}"`)
-    } catch (err) {
-      await client.end().catch(() => {})
-      throw err
-    }
-    if (generation !== this.generation) {
-      await client.end().catch(() => {})
-      throw new Error("PostgresTaskStore was closed while watch() was starting")
-    }
-    this.client = client
-    this.failures = 0
-    this.heartbeat = setInterval(() => {
-      client.query("SELECT 1").catch((err: Error) => this.lost(client, err))
-    }, WATCH_HEARTBEAT_MS)
-    this.heartbeat.unref()
-    return client
-  }
-
-  private deliver(message: PgNotification): void {
-    if (message.channel !== this.channel || message.payload === undefined) return
-    const id = fromTextKey(message.payload)
-    for (const watcher of [...this.watchers]) {
-      try {
-        watcher.onChange(id)
-      } catch (err) {
-        this.report(err, "watch", id)
-      }
-    }
-  }
-
-  /** The connection failed or ended: unless it was closed on purpose, open another. */
-  private lost(client: PgClient, err?: Error): void {
-    if (client !== this.client) return
-    this.client = undefined
-    this.connection.forget(this.connection.current)
-    clearInterval(this.heartbeat)
-    void client.end().catch(() => {})
-    this.report(err ?? new Error("PostgresTaskStore: the watch connection ended; reconnecting"), "watch")
-    this.reconnectLater()
-  }
-
-  private reconnectLater(): void {
-    if (this.watchers.size === 0 || this.retryTimer !== undefined) return
-    const backoff = Math.min(WATCH_RETRY_MAX_MS, WATCH_RETRY_FIRST_MS * 2 ** this.failures++)
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined
-      this.connection.get().catch((err: unknown) => {
-        if (this.watchers.size === 0) return
-        this.report(err, "watch")
-        this.reconnectLater()
-      })
-    }, backoff * (0.5 + Math.random() / 2))
-    this.retryTimer.unref()
-  }
-}
-
-function checkName(option: string, value: unknown): string {
-  if (typeof value !== "string" || !NAME.test(value)) {
-    const got = typeof value === "string" ? JSON.stringify(value.slice(0, 80)) : `a ${typeof value}`
-    throw new TypeError(`PostgresTaskStore: ${option} should be ${NAME_RULE}, got ${got}`)
-  }
-  return value
-}
-
-function checkNames(opts: Pick<PostgresTaskStoreOptions, "table" | "leaseTable" | "eventTable">): { table: string; leaseTable: string; eventTable: string } {
-  const table = opts.table === undefined ? "toolnexus_tasks" : checkName("opts.table", opts.table)
-  const leaseTable = opts.leaseTable === undefined ? "toolnexus_leases" : checkName("opts.leaseTable", opts.leaseTable)
-  if (table === leaseTable) throw new TypeError(`PostgresTaskStore: opts.leaseTable should differ from opts.table (both are "${table}")`)
-  const eventTable = opts.eventTable === undefined ? `${table}_events` : checkName("opts.eventTable", opts.eventTable)
-  // Its two tables must not be any other table of the store.
-  const others = [table, leaseTable, ...Object.values(pushTables(table))].map((name) => name.replaceAll('"', ""))
-  const clash = Object.values(eventTables(eventTable)).map((name) => name.replaceAll('"', "")).find((name) => others.includes(name))
-  if (clash !== undefined) throw new TypeError(`PostgresTaskStore: opts.eventTable should name tables of its own, but "${clash}" is another table of the store`)
-  return { table, leaseTable, eventTable }
-}
-
-function schemaSql(table: string, leaseTable: string, eventTable: string): string {
-  return [
-    `CREATE TABLE IF NOT EXISTS "${table}" (`,
-    `  id text COLLATE "C" PRIMARY KEY,`,
-    `  task jsonb NOT NULL,`,
-    `  state text NOT NULL,`,
-    `  status_ts text COLLATE "C" NOT NULL DEFAULT '',`,
-    `  context_id text,`,
-    `  principal text,`,
-    `  version bigint NOT NULL DEFAULT 1`,
-    `);`,
-    // Tables made before tenants gain the column; a new one has it from here.
-    `ALTER TABLE "${table}" ADD COLUMN IF NOT EXISTS tenant text;`,
-    `CREATE INDEX IF NOT EXISTS "${table}_ts_id" ON "${table}" (status_ts DESC, id DESC);`,
-    // Hash: equality is all ListTasks needs, and unlike a btree it takes a client's contextId of any length.
-    `CREATE INDEX IF NOT EXISTS "${table}_context" ON "${table}" USING hash (context_id);`,
-    `CREATE TABLE IF NOT EXISTS "${leaseTable}" (`,
-    `  instance text PRIMARY KEY,`,
-    `  expires_at timestamptz NOT NULL`,
-    `);`,
-    ...pushSchemaSql(table),
-    ...eventSchemaSql(eventTable),
-  ].join("\n")
-}
-
-/** Every statement but list's, written once per store. Names are checked, so quoting them is enough. */
-function statements(table: string, leaseTable: string, eventTable: string) {
-  const tasks = `"${table}"`
-  const leases = `"${leaseTable}"`
-  // One statement: the write, the terminal-state guard and the NOTIFY (sent at commit) stand or fall together.
-  // $6 is the pair [owner, tenant], so the statements built on this one keep their parameters' numbers.
-  const written = `INSERT INTO ${tasks} AS stored (id, task, state, status_ts, context_id, principal, tenant, version)
-             VALUES ($1, $2::jsonb, $3, $4, $5, ($6::text[])[1], ($6::text[])[2], 1)
-             ON CONFLICT (id) DO UPDATE SET
-               task = excluded.task, state = excluded.state, status_ts = excluded.status_ts,
-               context_id = excluded.context_id, principal = excluded.principal, tenant = excluded.tenant, version = stored.version + 1
-             WHERE stored.state <> ALL ($8::text[])
-             RETURNING id`
-  // The batch's rows, one per element of the arrays $1-$7 (and `more`), and its upsert, in id order (see writeBatch).
-  const batchRows = (more: string, moreNames = "") =>
-    `SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[]${more})
-              AS given(id, task, state, status_ts, context_id, principal, tenant${moreNames})`
-  const writtenBatch = `INSERT INTO ${tasks} AS stored (id, task, state, status_ts, context_id, principal, tenant, version)
-             SELECT id, task::jsonb, state, status_ts, context_id, principal, tenant, 1 FROM given ORDER BY id COLLATE "C"
-             ON CONFLICT (id) DO UPDATE SET
-               task = excluded.task, state = excluded.state, status_ts = excluded.status_ts,
-               context_id = excluded.context_id, principal = excluded.principal, tenant = excluded.tenant, version = stored.version + 1
-             WHERE stored.state <> ALL ($9::text[])
-             RETURNING id`
-  return {
-    table: tasks,
-    leaseTable: leases,
-    // Ready: every table, and every column added since a table's first shape (pairs of $2 and $3: the tasks' tenant, the outbox's and dead letters' trace_context).
-    tablesExist: `SELECT bool_and(to_regclass(name) IS NOT NULL)
-                     AND (SELECT count(*) FROM unnest($2::text[], $3::text[]) AS added(tab, col)
-                           WHERE EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(added.tab) AND attname = added.col AND NOT attisdropped)) = cardinality($2::text[]) AS ready
-                    FROM unnest($1::text[]) AS name`,
-    // Prepared statements' names: each connection is of this store's own pool, so fixed names do (and stay under 63 bytes).
-    getName: "tn_get",
-    get: `SELECT id, task::text AS task FROM ${tasks} WHERE id = ANY ($1::text[])`,
-    save: `WITH written AS (${written}) SELECT pg_notify($7, id) FROM written`,
-    // The same for a batch of Tasks (a group commit): $1-$7 the rows' columns as arrays, $8 the channel, $9 the terminal states.
-    saveBatchName: "tn_save_batch",
-    saveBatch: `WITH given AS (${batchRows("")}), written AS (${writtenBatch}) SELECT id, pg_notify($8, id) FROM written`,
-    // And with their push events: see saveBatchWithEventsSql.
-    saveBatchWithEventsName: "tn_save_batch_push",
-    saveBatchWithEvents: saveBatchWithEventsSql(table, batchRows(", $10::text[]", ", events"), writtenBatch),
-    // The same, enqueueing the event for each of the Task's push configs: a refused save enqueues nothing.
-    saveWithEvent: saveWithEventSql(table, written),
-    // A Task's push rows and events go with it, even when the Task row was gone already.
-    delete: `WITH gone AS (SELECT $1::text AS id), deleted AS (DELETE FROM ${tasks} WHERE id = $1 RETURNING id), ${pushCleanupCtes(table)}, ${eventCleanupCtes(eventTable)}
-             SELECT pg_notify($2, id) FROM deleted`,
-    // isExpired in SQL: a range of the status_ts index (from '0', past the '' of no timestamp), oldest first.
-    deleteExpired: `WITH gone AS (
-                      DELETE FROM ${tasks} WHERE id IN (
-                        SELECT id FROM ${tasks}
-                         WHERE status_ts >= '0' AND status_ts < $1 AND status_ts ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}T'
-                           AND state = ANY ($2::text[])
-                         ORDER BY status_ts
-                         LIMIT $3
-                         FOR UPDATE SKIP LOCKED)
-                      RETURNING id),
-                    ${pushCleanupCtes(table)},
-                    ${eventCleanupCtes(eventTable)}
-                    SELECT pg_notify($4, id) FROM gone`,
-    // The database's clock, so servers whose clocks disagree still agree on who is alive.
-    renewLease: `WITH pruned AS (DELETE FROM ${leases} WHERE expires_at < now() - interval '${LEASE_PRUNE_AFTER}' AND instance <> $1)
-                 INSERT INTO ${leases} (instance, expires_at) VALUES ($1, now() + $2::float8 * interval '1 millisecond')
-                 ON CONFLICT (instance) DO UPDATE SET expires_at = excluded.expires_at`,
-    isLeaseAlive: `SELECT EXISTS (SELECT 1 FROM ${leases} WHERE instance = $1 AND expires_at > now()) AS alive`,
-    releaseLease: `DELETE FROM ${leases} WHERE instance = $1`,
-  }
-}
-
-/** A Task id as a key column holds it, refused when longer than the key indexes take. */
-function idKey(id: string): string {
-  const key = textKey(id)
-  if (Buffer.byteLength(key) > MAX_ID_BYTES) throw new RangeError(`PostgresTaskStore stores Task ids of up to ${MAX_ID_BYTES} bytes`)
-  return key
-}
-
-type SaveRow = ReturnType<typeof rowOf>
 /** A save waiting for its group commit: its row, and its push events as one jsonb array's text (null: none). */
 interface BatchedSave {
-  row: SaveRow
+  row: TaskRow
   event: string | null
 }
 
 function asError(err: unknown): Error {
   return err instanceof Error ? err : new Error(String(err))
-}
-
-/** The columns of a Task's row, all of them strings Postgres can hold; `taskId` is the id itself. */
-function rowOf(task: A2ATask) {
-  assertTask(task, "PostgresTaskStore")
-  const id = idKey(task.id)
-  const statusTs = textKey(task.status.timestamp ?? "")
-  if (Buffer.byteLength(statusTs) > MAX_TIMESTAMP_BYTES) throw new RangeError("PostgresTaskStore: status.timestamp should be an ISO-8601 time")
-  const json = JSON.stringify(task)
-  const owner = ownerOf(task)
-  const tenant = tenantOf(task)
-  return {
-    taskId: task.id,
-    id,
-    document: jsonbDocument(json),
-    state: textKey(task.status.state),
-    statusTs,
-    contextId: typeof task.contextId === "string" ? textKey(task.contextId) : null,
-    // An owner field that is not a name matches no owner a query names: no name's key equals ESCAPED alone.
-    owner: owner === null ? null : owner === false ? ESCAPED : textKey(owner),
-    // The same for a tenant field that is not a name: no tenant's key equals ESCAPED alone.
-    tenant: tenant === null ? null : tenant === false ? ESCAPED : textKey(tenant),
-  }
-}
-
-/** The WHERE clause of `TaskQuery.owners`; `param` adds a parameter and gives its placeholder. */
-function ownerFilter(owners: ReadonlyArray<string | null>, param: (value: unknown) => string): string {
-  const names = owners.filter((owner): owner is string => owner !== null).map(textKey)
-  const clauses = [...(names.length > 0 ? [`principal = ANY(${param(names)}::text[])`] : []), ...(owners.includes(null) ? ["principal IS NULL"] : [])]
-  return clauses.length === 0 ? "false" : `(${clauses.join(" OR ")})`
 }
 
 function closedError(): Error {

@@ -185,7 +185,7 @@ t.test("several servers starting at once create the tables once, without errors"
 })
 
 t.test("the schema an operator creates by hand, with no CREATE privilege", async (t) => {
-  const source = fs.readFileSync(new URL("../../../lib/stores/postgres/store.ts", import.meta.url), "utf8")
+  const source = fs.readFileSync(new URL("../../../lib/stores/postgres/schema.ts", import.meta.url), "utf8")
   const documented = source
     .split("\n")
     .filter((line) => line.startsWith(" *     "))
