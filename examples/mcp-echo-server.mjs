@@ -18,7 +18,9 @@ server.setRequestHandler(ListToolsRequestSchema, async () => ({
 
 server.setRequestHandler(CallToolRequestSchema, async (request) => {
   if (request.params.name !== "shout") return { isError: true, content: [{ type: "text", text: `no tool ${request.params.name}` }] }
-  return { content: [{ type: "text", text: String(request.params.arguments?.text ?? "").toUpperCase() }] }
+  const text = request.params.arguments?.text
+  if (typeof text !== "string") return { isError: true, content: [{ type: "text", text: "text should be a string" }] }
+  return { content: [{ type: "text", text: text.toUpperCase() }] }
 })
 
 // stdout carries the protocol; the server ends when the client closes its stdin.
