@@ -5,7 +5,7 @@ import tseslint from "typescript-eslint"
 
 export default tseslint.config(
   // examples/0*-*.ts are the spec's three examples word for word; they are run by test/package/examples.test.ts, not restyled.
-  { ignores: ["dist/", "node_modules/", ".tap/", "coverage/", ".toolnexus/", "examples/0*-*.ts"] },
+  { ignores: ["dist/", "node_modules/", ".tap/", "coverage/", ".toolnexus/", "docs/api/", ".docs-check/", "examples/0*-*.ts"] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {
