@@ -88,7 +88,7 @@ export interface ToolnexusA2AOptions extends CardOptions {
    */
   push?: PushOptions | false
   /**
-   * Prometheus metrics (README's "Traces and metrics" lists them): `true` serves them at `<prefix>/metrics`,
+   * Prometheus metrics (docs/guides/observability.md lists them): `true` serves them at `<prefix>/metrics`,
    * behind `auth` when it is on; `{ listen: "HOST:PORT" }` serves them on an address of their own instead,
    * without authentication (bind it where only your scraper reaches). Off by default: prom-client is not loaded.
    */

@@ -1,6 +1,6 @@
 /**
  * Every span name, span attribute and metric name the server sets, in one
- * place: README's "Traces and metrics" section lists the same. Attribute keys
+ * place: docs/guides/observability.md and docs/reference/metrics.md list the same. Attribute keys
  * follow the OpenTelemetry semantic conventions where one exists (RPC, GenAI,
  * HTTP, database, `error.type`); the others are ours, under `a2a.` or `toolnexus.`.
  */
@@ -64,7 +64,7 @@ export const RPC_SYSTEM = { jsonrpc: "jsonrpc", grpc: "grpc", rest: "http_json" 
 /** The `method` label of a request refused before it reached an operation (its `outcome` says why): the name it asked for is the peer's, unbounded. */
 export const NO_OPERATION = "none"
 
-/** The Prometheus metrics, by name; label values are bounded (README says which). */
+/** The Prometheus metrics, by name; label values are bounded (docs/reference/metrics.md says which). */
 export const METRIC = {
   requests: "toolnexus_a2a_requests_total",
   requestDuration: "toolnexus_a2a_request_duration_seconds",

@@ -4,7 +4,7 @@ import { createLocalClient } from "../../lib/client/client.js"
 import { toolnexusA2A } from "../../plugins/a2a.js"
 
 /*
- * One rule for answers sent whatever version was asked for (README, "Versions"): the version asked
+ * One rule for answers sent whatever version was asked for (docs/README.md, "Versions, tenants and the card, in brief"): the version asked
  * for, or 0.3 when the server speaks no such version. Both the agent card and an HTTP-level error
  * body follow it, so an unknown A2A-Version reads exactly like a request with no header.
  */

@@ -4,7 +4,7 @@ import t from "tap"
 import { ROOT } from "../fixtures/helpers.js"
 
 /*
- * The layering README's "Layers" section describes, read from the sources' import lines
+ * The layering CONTRIBUTING.md's "Layers" section describes, read from the sources' import lines
  * (type-only imports included: a cycle of types is still two modules that cannot be read apart).
  */
 
