@@ -58,3 +58,68 @@ export interface FileSystemHandle {
   sync(): Promise<void>
   close(): Promise<void>
 }
+
+/** Whether a file operation failed because the file (or its directory) is not there. */
+export function isMissing(err: unknown): boolean {
+  return (err as NodeJS.ErrnoException | undefined)?.code === "ENOENT"
+}
+
+/** The file's text; undefined when it is missing; any other failure is an error naming the file. */
+export async function readText(fs: FileSystem, file: string): Promise<string | undefined> {
+  try {
+    return await fs.readFile(file, "utf8")
+  } catch (err) {
+    if (isMissing(err)) return undefined
+    throw new Error(`FileTaskStore could not read ${file}: ${(err as Error).message}`, { cause: err })
+  }
+}
+
+/**
+ * Creates `file` holding `text`; EEXIST when it exists. `durable`: synced
+ * before it resolves (the default layer opens it with O_DSYNC, and the sync
+ * then costs nothing more); else left to the layer's `open("wx")`.
+ */
+export async function writeNew(fs: FileSystem, file: string, text: string, options: { durable: boolean }): Promise<void> {
+  const handle = await fs.open(file, "wx")
+  try {
+    await handle.writeFile(text, "utf8")
+    if (options.durable) await handle.sync()
+  } finally {
+    await handle.close()
+  }
+}
+
+/** Makes what is in a directory (new names, renames, removals) durable. */
+export function syncDirectory(fs: FileSystem, dir: string): Promise<void> {
+  return fsync(fs, dir)
+}
+
+/** Makes a file durable; false when it is missing. */
+export async function syncFile(fs: FileSystem, file: string): Promise<boolean> {
+  try {
+    await fsync(fs, file)
+    return true
+  } catch (err) {
+    if (isMissing(err)) return false
+    throw err
+  }
+}
+
+/** The file's stat; undefined when it is missing. */
+export async function statOf(fs: FileSystem, file: string): Promise<FileStat | undefined> {
+  try {
+    return await fs.stat(file)
+  } catch (err) {
+    if (isMissing(err)) return undefined
+    throw err
+  }
+}
+
+async function fsync(fs: FileSystem, target: string): Promise<void> {
+  const handle = await fs.open(target, "r")
+  try {
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+}

@@ -1,6 +1,6 @@
 import path from "node:path"
 import type { ReportError } from "../background-errors.js"
-import type { FileStat, FileSystem } from "./file-system.js"
+import { isMissing, type FileStat, type FileSystem } from "./file-system.js"
 import { TASK_FILE_SUFFIX } from "./names.js"
 import { listKeyOf, type ListKey } from "../list.js"
 import { parseStoredTask } from "../task-checks.js"
@@ -74,7 +74,6 @@ export async function mapLimited<T, R>(items: readonly T[], limit: number, run: 
 }
 
 const isTaskFile = (name: string) => name.endsWith(TASK_FILE_SUFFIX)
-const isMissing = (err: unknown) => (err as NodeJS.ErrnoException).code === "ENOENT"
 
 /**
  * The ListKey of every Task file in a FileTaskStore's directory, so a

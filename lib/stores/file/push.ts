@@ -11,7 +11,7 @@ import type { ReportError } from "../background-errors.js"
 import { idFromFileName, TASK_FILE_SUFFIX, taskFileName, tmpFileName } from "./names.js"
 import { mapLimited } from "./list-index.js"
 import { doneLine, entryLine, journalFileName, journalName, readJournal, takenJournalName, type JournalEntry, type JournalName } from "./push-journal.js"
-import type { FileSystem } from "./file-system.js"
+import { isMissing, readText, syncDirectory, syncFile, writeNew, type FileSystem } from "./file-system.js"
 import { NextRun } from "../next-run.js"
 import { ABANDONED_PUSH_ITEM_MS, assertClaimArgs, assertPushConfig, deadLetterOf, newOutboxItem, padded, retried, type SavedEvent } from "../push-records.js"
 import type { PushClaim, PushConfigRecord, PushDeadLetter, PushEvent, PushOutboxItem, PushStore } from "../push-store.js"
@@ -349,14 +349,14 @@ export class FilePushStore implements PushStore {
       const bootDir = path.join(this.root, BOOT_DIR)
       const boot = await bootOfMachine()
       const read = Date.now()
-      const recorded = parseJson<{ boot?: unknown; since?: unknown }>((await this.readText(path.join(bootDir, BOOT_FILE))) ?? "")
+      const recorded = parseJson<{ boot?: unknown; since?: unknown }>((await readText(this.host.fs, path.join(bootDir, BOOT_FILE))) ?? "")
       if (typeof recorded?.boot === "string" && sameBoot(recorded.boot, boot)) return
       // A recovery leaves every record before it durable (its file read back, or written again, or sent): `since`.
       const since = typeof recorded?.since === "number" ? recorded.since : -Infinity
       const marks = new Map<string, number>()
       const markNames = (await this.names(bootDir)).filter((name) => name.startsWith(MARK))
       for (const name of markNames) {
-        const at = Number(await this.readText(path.join(bootDir, name)))
+        const at = Number(await readText(this.host.fs, path.join(bootDir, name)))
         if (Number.isFinite(at)) marks.set(name.slice(MARK.length), at)
       }
       const durable = (record: PendingPush) => record.at < since || record.at < (marks.get(record.by) ?? -Infinity)
@@ -402,7 +402,7 @@ export class FilePushStore implements PushStore {
     // In a journal, whole, or marked done there (sent, given up on, written out as a file of its own).
     const journaled = new Set<string>()
     for (const journal of names.flatMap(journalName)) {
-      const { open, done } = readJournal((await this.readText(path.join(dir, journal.name))) ?? "")
+      const { open, done } = readJournal((await readText(this.host.fs, path.join(dir, journal.name))) ?? "")
       for (const key of [...open.keys(), ...done]) journaled.add(key)
     }
     let snapshot: A2ATask | undefined
@@ -510,7 +510,7 @@ export class FilePushStore implements PushStore {
    */
   private async syncItem(dir: string, name: string, base: string): Promise<"synced" | "gone" | "moving"> {
     for (let attempt = 0; attempt < 3; attempt++) {
-      if (await this.syncFile(path.join(dir, name))) return "synced"
+      if (await syncFile(this.host.fs, path.join(dir, name))) return "synced"
       const found = (await this.names(dir)).flatMap(itemName).find((item) => item.base === base)
       if (found === undefined) return "gone"
       name = found.name
@@ -755,7 +755,7 @@ export class FilePushStore implements PushStore {
         } else if ((await this.syncItem(dir, item.name, item.base)) === "moving") moving.push(record)
       }
       // A journal taken over meanwhile: its notifications are written out as files of their own, and carried until then.
-      for (const [name, records] of journals) if (!(await this.syncFile(path.join(dir, name)))) moving.push(...records)
+      for (const [name, records] of journals) if (!(await syncFile(this.host.fs, path.join(dir, name)))) moving.push(...records)
       await this.syncDir(dir)
       carried = moving
     }
@@ -1289,7 +1289,7 @@ export class FilePushStore implements PushStore {
     }
     for (const journal of names.flatMap(journalName)) {
       if (this.isOwn(journal)) continue
-      const text = await this.readText(path.join(dir, journal.name))
+      const text = await readText(this.host.fs, path.join(dir, journal.name))
       if (text === undefined) continue
       for (const { item, configFile } of readJournal(text).open.values()) found.push({ seq: item.seq, configFile, key: item.key, item, journal })
     }
@@ -1326,7 +1326,7 @@ export class FilePushStore implements PushStore {
   private async takeOver(dir: string, taskId: string, journal: JournalName): Promise<void> {
     const taken = takenJournalName(journal, process.pid)
     if (taken !== journal.name && !(await this.renamed(dir, journal.name, taken))) return
-    const text = await this.readText(path.join(dir, taken))
+    const text = await readText(this.host.fs, path.join(dir, taken))
     if (text !== undefined) {
       const seq = pushSeqOf(await this.host.stored(taskId))
       // Above the stored seq: its save never landed (its writer is gone), nothing to send.
@@ -1389,7 +1389,7 @@ export class FilePushStore implements PushStore {
         if (journal.unsynced && [...journal.entries.values()].some((entry) => entry.item.enqueuedAt < upTo)) {
           journal.unsynced = false
           try {
-            await this.syncFile(this.journalFile(journal))
+            await syncFile(this.host.fs, this.journalFile(journal))
             if (journal.fresh) await this.syncDir(dir)
             journal.fresh = false
           } catch (err) {
@@ -1430,22 +1430,6 @@ export class FilePushStore implements PushStore {
         if (this.journals.get(journal.dirName) === journal) this.journals.delete(journal.dirName)
       })
       await journal.removing.catch((err: unknown) => this.host.report(err, "push"))
-    }
-  }
-
-  /** Makes a file durable; false when it is gone. */
-  private async syncFile(file: string): Promise<boolean> {
-    try {
-      const handle = await this.host.fs.open(file, "r")
-      try {
-        await handle.sync()
-      } finally {
-        await handle.close()
-      }
-      return true
-    } catch (err) {
-      if (isMissing(err)) return false
-      throw err
     }
   }
 
@@ -1510,7 +1494,7 @@ export class FilePushStore implements PushStore {
   private async record<T>(file: string, readFrom = file): Promise<T | undefined> {
     const cached = this.records.get(file)
     if (cached !== undefined) return cached.record as T
-    const text = await this.readText(readFrom)
+    const text = await readText(this.host.fs, readFrom)
     const record = text === undefined ? undefined : parseJson<T>(text)
     this.remember(file, record, text)
     return record
@@ -1533,18 +1517,8 @@ export class FilePushStore implements PushStore {
 
   /** The file's JSON; undefined when it is missing or not whole (a file being written is not read as anything). */
   private async readJson<T>(file: string): Promise<T | undefined> {
-    const text = await this.readText(file)
+    const text = await readText(this.host.fs, file)
     return text === undefined ? undefined : parseJson<T>(text)
-  }
-
-  /** The file's text; undefined when it is missing. */
-  private async readText(file: string): Promise<string | undefined> {
-    try {
-      return await this.host.fs.readFile(file, "utf8")
-    } catch (err) {
-      if (isMissing(err)) return undefined
-      throw new Error(`${STORE} could not read ${file}: ${(err as Error).message}`, { cause: err })
-    }
   }
 
   private async mtime(file: string): Promise<number> {
@@ -1555,21 +1529,10 @@ export class FilePushStore implements PushStore {
     }
   }
 
-  /** Creates `file` with `text`, durably (O_DSYNC); EEXIST when it exists. */
-  private async writeNew(file: string, text: string): Promise<void> {
-    const handle = await this.host.fs.open(file, "wx")
-    try {
-      await handle.writeFile(text, "utf8")
-      await handle.sync()
-    } finally {
-      await handle.close()
-    }
-  }
-
   /** Creates `file` with `text`, not synced (its Task's save records it, see the header); EEXIST when it exists. Synced on a file system layer that cannot. */
   private async writeUnsynced(file: string, text: string): Promise<void> {
     const { fs } = this.host
-    if (fs.createUnsynced === undefined) return this.writeNew(file, text)
+    if (fs.createUnsynced === undefined) return writeNew(fs, file, text, { durable: true })
     await fs.createUnsynced(file, text, "utf8")
   }
 
@@ -1577,7 +1540,7 @@ export class FilePushStore implements PushStore {
   private async writeReplacing(dir: string, name: string, text: string): Promise<void> {
     const tmp = path.join(dir, tmpFileName(name, process.pid, ++tmpCounter))
     try {
-      await this.writeNew(tmp, text)
+      await writeNew(this.host.fs, tmp, text, { durable: true })
       await this.host.fs.rename(tmp, path.join(dir, name))
     } catch (err) {
       await this.host.fs.rm(tmp, { force: true }).catch(() => {})
@@ -1589,13 +1552,8 @@ export class FilePushStore implements PushStore {
     await this.host.fs.rm(file, { force: true })
   }
 
-  private async syncDir(dir: string): Promise<void> {
-    const handle = await this.host.fs.open(dir, "r")
-    try {
-      await handle.sync()
-    } finally {
-      await handle.close()
-    }
+  private syncDir(dir: string): Promise<void> {
+    return syncDirectory(this.host.fs, dir)
   }
 }
 
@@ -1711,8 +1669,4 @@ function parseJson<T>(text: string): T | undefined {
   } catch {
     return undefined
   }
-}
-
-function isMissing(err: unknown): boolean {
-  return (err as NodeJS.ErrnoException).code === "ENOENT"
 }

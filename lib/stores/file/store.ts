@@ -14,7 +14,7 @@ import { isExpired, retentionSweeper, type RetentionSweeper } from "../retention
 import { assertTask, assertTaskId, parseStoredTask } from "../task-checks.js"
 import type { TaskStore } from "../task-store.js"
 import { WriteOrder } from "../write-order.js"
-import type { FileStat, FileSystem, FileSystemHandle } from "./file-system.js"
+import { isMissing, readText, syncDirectory, type FileStat, type FileSystem, type FileSystemHandle } from "./file-system.js"
 import { NextRun } from "../next-run.js"
 import { FilePushStore } from "./push.js"
 import { FileEventLog } from "./events.js"
@@ -268,7 +268,7 @@ export class FileTaskStore implements TaskStore {
       stats = known ?? (await this.fs.stat(file))
     } catch (err) {
       this.readCache.delete(file)
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined
+      if (isMissing(err)) return undefined
       throw new Error(`FileTaskStore could not read ${file}: ${(err as Error).message}`, { cause: err })
     }
     const cached = this.readCache.get(file)
@@ -278,7 +278,7 @@ export class FileTaskStore implements TaskStore {
       cached.stamp.ctimeMs ??= stats.ctimeMs
       read = cached
     } else {
-      const text = await this.readText(file)
+      const text = await readText(this.fs, file)
       if (text === undefined) return undefined
       const task = this.parse(file, text)
       read = { text, id: task.id, task }
@@ -292,15 +292,6 @@ export class FileTaskStore implements TaskStore {
 
   private parse(file: string, text: string): A2ATask {
     return parseStoredTask(text, "FileTaskStore", `task file at ${file}`)
-  }
-
-  private async readText(file: string): Promise<string | undefined> {
-    try {
-      return await this.fs.readFile(file, "utf8")
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined
-      throw new Error(`FileTaskStore could not read ${file}: ${(err as Error).message}`, { cause: err })
-    }
   }
 
   async save(task: A2ATask): Promise<void> {
@@ -384,7 +375,7 @@ export class FileTaskStore implements TaskStore {
       this.index.found(item.name, { key, stamp: stampOf(stats) })
       return { task, changed: !sameKey(key, item.key) }
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === "ENOENT") {
+      if (isMissing(err)) {
         this.index.removed(item.name)
         return { changed: true }
       }
@@ -432,12 +423,12 @@ export class FileTaskStore implements TaskStore {
       try {
         stats = await this.fs.stat(file)
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err
+        if (!isMissing(err)) throw err
         this.index.removed(item.name)
         return false
       }
       if (!unchanged(item.stamp, stats)) {
-        const text = await this.readText(file)
+        const text = await readText(this.fs, file)
         if (text === undefined) return false
         const key = listKeyOf(this.parse(file, text))
         this.index.found(item.name, { key, stamp: stampOf(stats) })
@@ -447,7 +438,7 @@ export class FileTaskStore implements TaskStore {
       try {
         await this.fs.rename(file, aside)
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err
+        if (!isMissing(err)) throw err
         this.index.removed(item.name)
         return false
       }
@@ -555,15 +546,9 @@ export class FileTaskStore implements TaskStore {
       }
     }
   }
-
   /** Makes the renames in the directory durable. */
-  private async syncDirectory(): Promise<void> {
-    const handle = await this.fs.open(this.dir, "r")
-    try {
-      await handle.sync()
-    } finally {
-      await handle.close()
-    }
+  private syncDirectory(): Promise<void> {
+    return syncDirectory(this.fs, this.dir)
   }
 }
 
