@@ -6,12 +6,11 @@ import type { ReportError } from "../background-errors.js"
 import { ABANDONED_PUSH_ITEM_MS } from "../push-records.js"
 import type { PushClaim, PushOutboxItem } from "../push-store.js"
 import { isMissing } from "./file-system.js"
-import type { PushFiles } from "./push-files.js"
+import { taskFileName } from "./names.js"
+import { STORE, type PushFiles } from "./push-files.js"
 import { FULL_SCAN_MS, type PushIndex } from "./push-index.js"
 import { doneLine, journalFileName, journalName, readJournal, takenJournalName, type JournalEntry, type JournalName } from "./push-journal.js"
 import { itemFileName } from "./push-names.js"
-import { STORE } from "./push-files.js"
-import { taskFileName } from "./names.js"
 
 /** A journal past this many bytes takes no more notifications (they get files of their own) until it is emptied and removed. */
 const MAX_JOURNAL_BYTES = 256 * 1024
