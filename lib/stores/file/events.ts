@@ -6,7 +6,7 @@ import { assertAppend, type EventLog, type LoggedEvent } from "../../streams/eve
 import { eventSweeper } from "../event-sweep.js"
 import { mapLimited } from "./list-index.js"
 import { TASK_FILE_SUFFIX, taskFileName, tmpFileName } from "./names.js"
-import { isMissing, readText, writeNew, type FileStat, type FileSystem } from "./file-system.js"
+import { isMissing, readText, statOf, writeNew, type FileSystem } from "./file-system.js"
 import type { RetentionSweeper } from "../retention.js"
 import { assertTaskId } from "../task-checks.js"
 import { WriteOrder } from "../write-order.js"
@@ -151,7 +151,7 @@ export class FileEventLog implements EventLog {
     assertTaskId(taskId)
     if (!(limit > 0)) return []
     await this.host.open()
-    const text = await this.readText(this.logFile(logName(taskId)))
+    const text = await readText(this.host.fs, this.logFile(logName(taskId)))
     if (text === undefined) return []
     const found: LoggedEvent[] = []
     for (const { position, event } of linesOf(text)) {
@@ -177,7 +177,7 @@ export class FileEventLog implements EventLog {
     await this.order.run(name, async () => {
       await this.host.open()
       try {
-        await this.inRoot(() => this.writeNew(this.endFile(name), String(Date.now())))
+        await this.inRoot(() => writeNew(this.host.fs, this.endFile(name), String(Date.now()), { durable: false }))
       } catch (err) {
         // Ended before: the first end counts.
         if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err
@@ -222,7 +222,7 @@ export class FileEventLog implements EventLog {
   /** When the log ended, by its marker: the time it holds, or its mtime when a crash left it empty; undefined when it is gone. */
   private async endTime(name: string): Promise<number | undefined> {
     const file = this.endFile(name)
-    const text = await this.readText(file)
+    const text = await readText(this.host.fs, file)
     if (text === undefined) return undefined
     const time = Number(text)
     if (text !== "" && Number.isSafeInteger(time)) return time
@@ -244,7 +244,7 @@ export class FileEventLog implements EventLog {
     if (cached !== undefined && stats.size !== undefined && cached.size === stats.size && cached.ino === stats.ino && cached.mtimeMs === stats.mtimeMs) {
       return { tail: cached }
     }
-    const text = await this.readText(file)
+    const text = await readText(this.host.fs, file)
     if (text === undefined) {
       this.tails.delete(name)
       return { tail: NO_LOG }
@@ -264,10 +264,10 @@ export class FileEventLog implements EventLog {
       return this.inRoot(() => append(file, data, "utf8"))
     }
     // A layer without appendFile: the log rewritten whole, a tmp file renamed over it.
-    const text = (await this.readText(file)) ?? ""
+    const text = (await readText(this.host.fs, file)) ?? ""
     const tmp = path.join(this.root, tmpFileName(path.basename(file), process.pid, ++tmpCounter))
     try {
-      await this.inRoot(() => this.writeNew(tmp, text + data))
+      await this.inRoot(() => writeNew(fs, tmp, text + data, { durable: false }))
       await fs.rename(tmp, file)
     } catch (err) {
       await fs.rm(tmp, { force: true }).catch(() => {})
@@ -284,15 +284,6 @@ export class FileEventLog implements EventLog {
       await this.host.fs.mkdir(this.root, { recursive: true })
       await write()
     }
-  }
-
-  /** Creates `file` with `text`, as the open leaves it (O_DSYNC by default, no further fsync); EEXIST when it exists. */
-  private writeNew(file: string, text: string): Promise<void> {
-    return writeNew(this.host.fs, file, text, { durable: false })
-  }
-
-  private readText(file: string): Promise<string | undefined> {
-    return readText(this.host.fs, file)
   }
 
   private logFile(name: string): string {
@@ -331,13 +322,3 @@ function* linesOf(text: string): Generator<Line> {
     yield { position: last, event: e as JsonObject, text: line }
   }
 }
-
-async function statOf(fs: FileSystem, file: string): Promise<FileStat | undefined> {
-  try {
-    return await fs.stat(file)
-  } catch (err) {
-    if (isMissing(err)) return undefined
-    throw err
-  }
-}
-

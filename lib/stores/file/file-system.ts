@@ -1,8 +1,3 @@
-/*
- * The file system as the file stores see it: the operations they use (node:fs/promises fits), and the
- * few helpers all of them share, each written once here.
- */
-
 /** The file operations a FileTaskStore uses: node:fs/promises fits, and so does a wrapper that records or fails them. */
 export interface FileSystem {
   /** Creates the store's directory and any missing parents; an existing directory is not an error. */
@@ -64,13 +59,13 @@ export interface FileSystemHandle {
   close(): Promise<void>
 }
 
-/** The error of a file (or directory) that is not there. */
+/** Whether a file operation failed because the file (or its directory) is not there. */
 export function isMissing(err: unknown): boolean {
-  return (err as NodeJS.ErrnoException).code === "ENOENT"
+  return (err as NodeJS.ErrnoException | undefined)?.code === "ENOENT"
 }
 
-/** A file's text; undefined when it is missing; any other failure says which file could not be read. */
-export async function readText(fs: Pick<FileSystem, "readFile">, file: string): Promise<string | undefined> {
+/** The file's text; undefined when it is missing; any other failure is an error naming the file. */
+export async function readText(fs: FileSystem, file: string): Promise<string | undefined> {
   try {
     return await fs.readFile(file, "utf8")
   } catch (err) {
@@ -80,22 +75,48 @@ export async function readText(fs: Pick<FileSystem, "readFile">, file: string): 
 }
 
 /**
- * Creates `file` holding `text`; EEXIST when it exists. `durable`: synced before it resolves (an fsync
- * on top of the open's O_DSYNC, for a layer that opens without it); otherwise as the open leaves it.
+ * Creates `file` holding `text`; EEXIST when it exists. `durable`: synced
+ * before it resolves (the default layer opens it with O_DSYNC, and the sync
+ * then costs nothing more); else left to the layer's `open("wx")`.
  */
-export async function writeNew(fs: Pick<FileSystem, "open">, file: string, text: string, { durable }: { durable: boolean }): Promise<void> {
+export async function writeNew(fs: FileSystem, file: string, text: string, options: { durable: boolean }): Promise<void> {
   const handle = await fs.open(file, "wx")
   try {
     await handle.writeFile(text, "utf8")
-    if (durable) await handle.sync()
+    if (options.durable) await handle.sync()
   } finally {
     await handle.close()
   }
 }
 
-/** Syncs a directory, so the names created or renamed in it survive a crash. */
-export async function syncDir(fs: Pick<FileSystem, "open">, dir: string): Promise<void> {
-  const handle = await fs.open(dir, "r")
+/** Makes what is in a directory (new names, renames, removals) durable. */
+export function syncDirectory(fs: FileSystem, dir: string): Promise<void> {
+  return fsync(fs, dir)
+}
+
+/** Makes a file durable; false when it is missing. */
+export async function syncFile(fs: FileSystem, file: string): Promise<boolean> {
+  try {
+    await fsync(fs, file)
+    return true
+  } catch (err) {
+    if (isMissing(err)) return false
+    throw err
+  }
+}
+
+/** The file's stat; undefined when it is missing. */
+export async function statOf(fs: FileSystem, file: string): Promise<FileStat | undefined> {
+  try {
+    return await fs.stat(file)
+  } catch (err) {
+    if (isMissing(err)) return undefined
+    throw err
+  }
+}
+
+async function fsync(fs: FileSystem, target: string): Promise<void> {
+  const handle = await fs.open(target, "r")
   try {
     await handle.sync()
   } finally {

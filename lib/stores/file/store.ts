@@ -14,7 +14,7 @@ import { isExpired, retentionSweeper, type RetentionSweeper } from "../retention
 import { assertTask, assertTaskId, parseStoredTask } from "../task-checks.js"
 import type { TaskStore } from "../task-store.js"
 import { WriteOrder } from "../write-order.js"
-import { isMissing, readText, type FileStat, type FileSystem, type FileSystemHandle } from "./file-system.js"
+import { isMissing, readText, syncDirectory, type FileStat, type FileSystem, type FileSystemHandle } from "./file-system.js"
 import { NextRun } from "../next-run.js"
 import { FilePushStore } from "./push.js"
 import { FileEventLog } from "./events.js"
@@ -278,7 +278,7 @@ export class FileTaskStore implements TaskStore {
       cached.stamp.ctimeMs ??= stats.ctimeMs
       read = cached
     } else {
-      const text = await this.readText(file)
+      const text = await readText(this.fs, file)
       if (text === undefined) return undefined
       const task = this.parse(file, text)
       read = { text, id: task.id, task }
@@ -292,10 +292,6 @@ export class FileTaskStore implements TaskStore {
 
   private parse(file: string, text: string): A2ATask {
     return parseStoredTask(text, "FileTaskStore", `task file at ${file}`)
-  }
-
-  private readText(file: string): Promise<string | undefined> {
-    return readText(this.fs, file)
   }
 
   async save(task: A2ATask): Promise<void> {
@@ -432,7 +428,7 @@ export class FileTaskStore implements TaskStore {
         return false
       }
       if (!unchanged(item.stamp, stats)) {
-        const text = await this.readText(file)
+        const text = await readText(this.fs, file)
         if (text === undefined) return false
         const key = listKeyOf(this.parse(file, text))
         this.index.found(item.name, { key, stamp: stampOf(stats) })
@@ -550,15 +546,9 @@ export class FileTaskStore implements TaskStore {
       }
     }
   }
-
   /** Makes the renames in the directory durable. */
-  private async syncDirectory(): Promise<void> {
-    const handle = await this.fs.open(this.dir, "r")
-    try {
-      await handle.sync()
-    } finally {
-      await handle.close()
-    }
+  private syncDirectory(): Promise<void> {
+    return syncDirectory(this.fs, this.dir)
   }
 }
 
