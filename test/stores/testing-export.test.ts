@@ -1,67 +1,57 @@
+import { execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"
+import fs from "node:fs"
+import path from "node:path"
+import { promisify } from "node:util"
 import { connect } from "nats"
 import pg from "pg"
 import t from "tap"
-import { pageOfTasks, type TaskQuery } from "../../lib/stores/list.js"
 import { FileTaskStore } from "../../lib/stores/file/store.js"
 import { InMemoryTaskStore } from "../../lib/stores/memory/store.js"
 import { NatsTaskStore } from "../../lib/stores/nats/store.js"
 import { PostgresTaskStore } from "../../lib/stores/postgres/store.js"
 import type { TaskStore } from "../../lib/stores/task-store.js"
-import { runStoreContract } from "../../lib/testing/index.js"
+import { runEventLogContract, runPushStoreContract, runStoreContract, storeContractChecks } from "../../lib/testing/index.js"
 import type { A2ATask } from "../../lib/types.js"
-import { NATS_URL, PG_URL, tmpDir } from "../fixtures/helpers.js"
+import { NATS_URL, PG_URL, ROOT, tmpDir } from "../fixtures/helpers.js"
 
-/*
- * toolnexus/testing: the TaskStore contract with no test runner behind it. The four stores and a
- * Map-backed store of a user's pass it; a store that drops every second save, or one whose get never
- * answers, fails it with failures that say which check broke.
- */
-
-/** A custom store as a user would write one: a Map of JSON texts, with the shared listing rules. */
-class MapStore implements TaskStore {
-  private readonly tasks = new Map<string, string>()
-  async get(id: string): Promise<A2ATask | undefined> {
-    check(id)
-    const text = this.tasks.get(id)
-    return text === undefined ? undefined : (JSON.parse(text) as A2ATask)
+/** A host's own store: Tasks in a Map, copied in and out; counts how often it was closed. */
+class MapTaskStore implements TaskStore {
+  readonly tasks = new Map<string, A2ATask>()
+  closed = 0
+  async get(id: string) {
+    const task = this.tasks.get(id)
+    return task === undefined ? undefined : structuredClone(task)
   }
-  async save(task: A2ATask): Promise<void> {
-    if (task === null || typeof task !== "object" || typeof task.status?.state !== "string") throw new TypeError("save needs a Task with a status")
-    check(task.id)
-    this.tasks.set(task.id, JSON.stringify(task))
+  async save(task: A2ATask) {
+    this.tasks.set(task.id, structuredClone(task))
   }
-  async delete(id: string): Promise<void> {
-    check(id)
-    this.tasks.delete(id)
-  }
-  async list(query: TaskQuery) {
-    return pageOfTasks([...this.tasks.values()].map((text) => JSON.parse(text) as A2ATask), query)
+  async close() {
+    this.closed++
   }
 }
-function check(id: unknown): void {
-  if (typeof id !== "string" || id === "") throw new TypeError("a Task id must be a non-empty string")
-}
 
-t.test("the four stores and a Map-backed custom store keep the contract", async (t) => {
+const suffix = () => randomBytes(6).toString("hex")
+
+t.test("the four stores keep the TaskStore contract: runStoreContract gives no failures", async (t) => {
   t.same(await runStoreContract(() => new InMemoryTaskStore()), [], "InMemoryTaskStore")
   t.same(await runStoreContract(() => new FileTaskStore(tmpDir(t))), [], "FileTaskStore")
-  t.same(await runStoreContract(() => new MapStore()), [], "a Map-backed store of your own")
-})
 
-t.test("Postgres and NATS keep it too, each check on tables and buckets of its own", async (t) => {
-  const admin = new pg.Pool({ connectionString: PG_URL, max: 1 })
   const tables: string[] = []
+  const admin = new pg.Pool({ connectionString: PG_URL, max: 1 })
   t.teardown(async () => {
-    for (const table of tables) await admin.query(`DROP TABLE IF EXISTS "${table}", "${table}_leases", "${table}_pushcfg", "${table}_outbox", "${table}_dead", "${table}_events", "${table}_events_ends"`)
+    for (const table of tables) {
+      const names = [table, `${table}_leases`, `${table}_pushcfg`, `${table}_outbox`, `${table}_dead`, `${table}_events`, `${table}_events_ends`]
+      await admin.query(`DROP TABLE IF EXISTS ${names.map((name) => `"${name}"`).join(", ")}`)
+    }
     await admin.end()
   })
   const postgres = () => {
-    const table = `tn_contract_${randomBytes(6).toString("hex")}`
+    const table = `tn_testing_${suffix()}`
     tables.push(table)
     return new PostgresTaskStore(PG_URL, { table, leaseTable: `${table}_leases` })
   }
-  t.same(await runStoreContract(postgres, { timeoutMs: 60_000 }), [], "PostgresTaskStore")
+  t.same(await runStoreContract(postgres), [], "PostgresTaskStore")
 
   const buckets: string[] = []
   t.teardown(async () => {
@@ -73,44 +63,90 @@ t.test("Postgres and NATS keep it too, each check on tables and buckets of its o
     await nc.drain()
   })
   const nats = () => {
-    const bucket = `tn_contract_${randomBytes(6).toString("hex")}`
+    const bucket = `tn_testing_${suffix()}`
     buckets.push(bucket)
     return new NatsTaskStore(NATS_URL, { bucket, leaseBucket: `${bucket}_leases` })
   }
-  t.same(await runStoreContract(nats, { timeoutMs: 60_000 }), [], "NatsTaskStore")
+  t.same(await runStoreContract(nats), [], "NatsTaskStore")
 })
 
-t.test("a store that drops every second save fails, and the failures name the checks that broke", async (t) => {
-  const forgetful = () => {
-    const store = new MapStore()
-    const save = store.save.bind(store)
-    let saves = 0
-    store.save = async (task) => {
-      if (++saves % 2 === 0) return // acknowledged, never kept
-      return save(task)
+t.test("a Map-backed custom store keeps the contract; every check makes its own store and closes it", async (t) => {
+  const made: MapTaskStore[] = []
+  const failures = await runStoreContract(() => {
+    const store = new MapTaskStore()
+    made.push(store)
+    return store
+  })
+  t.same(failures, [])
+  t.equal(made.length, storeContractChecks.length, "one store per check")
+  t.ok(made.every((store) => store.closed === 1), "each closed once")
+  t.same(await runPushStoreContract(() => new MapTaskStore()), [], "without push, the push contract has nothing to refuse")
+  t.same(await runEventLogContract(() => new MapTaskStore()), [], "without events, neither has the event-log contract")
+})
+
+t.test("a store that drops every second save fails the checks that see it, by name", async (t) => {
+  class Forgetful extends MapTaskStore {
+    saves = 0
+    override async save(task: A2ATask) {
+      if (++this.saves % 2 === 0) return
+      await super.save(task)
     }
-    return store
   }
-  const failures = await runStoreContract(forgetful)
-  t.ok(failures.length >= 3, `${failures.length} checks failed`)
-  t.match(failures, [{ check: /^get and save/, message: /get after a second save: expected "completed", got "submitted"/ }], "the first names what it expected and what came")
-  t.ok(failures.every((failure) => typeof failure.check === "string" && failure.message.length > 0), "each has a check and a message")
-  t.ok(failures.some((failure) => /^ids/.test(failure.check)), "the ids check too (three of its six Tasks are gone)")
+  const failures = await runStoreContract(() => new Forgetful())
+  t.same(failures.map((each) => each.check).sort(), ["a later save replaces the earlier one", "each id keeps its own Task"], "the two checks that save one Task twice or many Tasks")
+  t.match(failures.find((each) => each.check === "a later save replaces the earlier one")?.message, /expected "completed", got "submitted"/, "the message says what was read")
+  t.match(failures.find((each) => each.check === "each id keeps its own Task")?.message, /the Task of id "a_b": expected \{"i":1\}, got undefined/)
 })
 
-t.test("a store whose get never answers fails each check as hanging, and the run still ends", async (t) => {
-  const stuck = () => {
-    const store = new MapStore()
-    store.get = () => new Promise(() => {})
-    return store
+t.test("a store whose get never resolves fails each check as timed out instead of hanging", async (t) => {
+  class Stuck extends MapTaskStore {
+    override get(): Promise<A2ATask | undefined> {
+      return new Promise(() => {})
+    }
   }
-  const failures = await runStoreContract(stuck, { timeoutMs: 200 })
-  t.ok(failures.length >= 5, "every check that reads fails")
-  t.match(failures[0], { check: /^get and save/, message: /did not finish within 200 ms/ })
-  await t.rejects(runStoreContract(stuck, { timeoutMs: 0 }), /options\.timeoutMs should be a whole number of ms/)
+  const started = Date.now()
+  const failures = await runStoreContract(() => new Stuck(), { timeoutMs: 50 })
+  t.ok(Date.now() - started < 10_000, "the run ends")
+  t.same(
+    failures.map((each) => each.check),
+    storeContractChecks.filter((name) => !name.startsWith("list:") && !/^(getText|delete|a save and a delete)/.test(name)),
+    "every check that reads, in order",
+  )
+  t.ok(failures.every((each) => /^timed out after 50 ms/.test(each.message)), "each says it timed out")
+  const only = await runStoreContract(() => new Stuck(), { timeoutMs: 50, only: ["get of a missing id resolves to undefined"] })
+  t.same(only, [{ check: "get of a missing id resolves to undefined", message: "timed out after 50 ms: a store call never settled" }], "options.only runs the named check")
+  await t.rejects(runStoreContract(() => new Stuck(), { only: ["no such check"] }), /options\.only names no check of this contract: "no such check"/)
+  await t.rejects(runStoreContract(() => new Stuck(), { timeoutMs: 0 }), /options\.timeoutMs should be a positive number/)
 })
 
-t.test('"toolnexus/testing" resolves through the package exports to the built module', async (t) => {
-  const exported = (await import("toolnexus/testing")) as { runStoreContract?: unknown }
-  t.equal(typeof exported.runStoreContract, "function")
+t.test("a store whose save throws fails with what it threw; a close that never settles is a failure too", async (t) => {
+  class Refusing extends MapTaskStore {
+    override async save(): Promise<void> {
+      throw new Error("disk full")
+    }
+  }
+  const [failure] = await runStoreContract(() => new Refusing(), { only: ["a saved Task is read back"] })
+  t.same(failure, { check: "a saved Task is read back", message: "threw Error: disk full" })
+  class Unclosable extends MapTaskStore {
+    override close(): Promise<void> {
+      return new Promise(() => {})
+    }
+  }
+  t.same(await runStoreContract(() => new Unclosable(), { timeoutMs: 50, only: ["get of a missing id resolves to undefined"] }), [
+    { check: "get of a missing id resolves to undefined", message: "close() did not settle" },
+  ])
+})
+
+const run = promisify(execFile)
+
+t.test('"toolnexus/testing" resolves through the package\'s exports to the build (npm run build first)', async (t) => {
+  const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8")) as { exports: Record<string, { types: string; default: string }> }
+  t.same(manifest.exports["./testing"], { types: "./dist/lib/testing/index.d.ts", default: "./dist/lib/testing/index.js" })
+  const testing = (await import("toolnexus/testing")) as Record<string, unknown>
+  t.same(Object.keys(testing).sort(), ["DEFAULT_CHECK_TIMEOUT_MS", "eventLogContractChecks", "pushStoreContractChecks", "runEventLogContract", "runPushStoreContract", "runStoreContract", "storeContractChecks"])
+  t.same(testing.storeContractChecks, storeContractChecks, "the build holds the same checks as the source")
+  t.ok(fs.existsSync(path.join(ROOT, "dist", "lib", "testing", "index.d.ts")), "with its declarations")
+  t.match(fs.readFileSync(path.join(ROOT, "dist", "lib", "testing", "index.d.ts"), "utf8"), /@module toolnexus\/testing/, "the module's TSDoc survives the build")
+  const { stdout } = await run(process.execPath, [path.join(ROOT, "dist", "examples", "custom-store.js")], { cwd: ROOT, timeout: 30_000 })
+  t.match(stdout, /^ok: MapTaskStore keeps the TaskStore contract$/m, "examples/custom-store.ts, compiled, runs against the package's own exports")
 })
