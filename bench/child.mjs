@@ -104,7 +104,7 @@ export async function stopChild(child, graceMs = 10_000) {
 /**
  * In a child: runs `handlers[name](message)` for each request and answers with the result; `stop` closes
  * and exits. Every child also answers `cpu`: the CPU time it has used, in microseconds.
- * @param {Record<string, (request: any) => Promise<object>>} handlers what each request's body is, its handler says
+ * @param {Record<string, (request: any) => Promise<object | undefined>>} handlers what each request's body is, its handler says
  * @param {() => Promise<void>} [close]
  */
 export function serveParent(handlers, close = async () => {}) {
@@ -140,6 +140,16 @@ export function serveParent(handlers, close = async () => {}) {
  */
 export function reportStartFailure(err) {
   process.send?.({ error: errorText(err) }, () => process.exit(1))
+}
+
+/**
+ * The port a listening TCP server is bound to.
+ * @param {{ address(): import("node:net").AddressInfo | string | null }} server
+ */
+export function portOf(server) {
+  const address = server.address()
+  if (address === null || typeof address === "string") throw new Error("not a listening TCP server")
+  return address.port
 }
 
 /**
