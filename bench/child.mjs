@@ -153,6 +153,14 @@ export function portOf(server) {
 }
 
 /**
+ * An error's message, or whatever was thrown as text.
+ * @param {unknown} err
+ */
+export function errorMessage(err) {
+  return err instanceof Error ? err.message : String(err)
+}
+
+/**
  * An error's stack, or whatever was thrown as text.
  * @param {unknown} err
  */

@@ -4,6 +4,7 @@ import { hostname } from "node:os"
 
 /**
  * A completed Task in stored (0.3) form: the user's message, the answer, one artifact, our internals in metadata.
+ * @param {string} [id]
  * @returns {import("../dist/lib/stores/index.js").A2ATask}
  */
 export function completedTask(id = randomUUID()) {

@@ -4,6 +4,7 @@ import { median } from "./stats.mjs"
  * One run of a side on a scenario: a load result with the server's CPU per request.
  * @typedef {{ rps: number, p50: number, p99: number, requests: number, bad: number, cpuUsPerRequest: number }} RoundResult
  * @typedef {Record<string, Record<string, RoundResult[]>>} Samples samples[scenario][side.key]: the runs in round order
+ * @typedef {{ seconds: number, rounds: number, connections: number, pipelining: number }} LoadSettings the load knobs a phase reads
  */
 
 /**
