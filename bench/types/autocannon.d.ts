@@ -43,6 +43,11 @@ declare module "autocannon" {
     non2xx: number
     duration: number
   }
+  /** A run started with a callback: it reports each answer as it comes. */
+  export interface Instance {
+    on(event: "response", listener: (client: unknown, statusCode: number, resBytes: number, responseTimeMs: number) => void): Instance
+  }
   function autocannon(options: Options): Promise<Result>
+  function autocannon(options: Options, callback: (err: Error | null, result: Result) => void): Instance
   export default autocannon
 }
