@@ -3,6 +3,14 @@
 import { fork } from "node:child_process"
 import { once } from "node:events"
 
+/** @typedef {import("node:child_process").ChildProcess} ChildProcess */
+/**
+ * What a child says over IPC: its first message ({ ready: true, url, ... }) or an answer; `error` when it failed.
+ * The fields besides `error` are each child's own.
+ * @typedef {{ error?: string, [field: string]: any }} ChildMessage
+ */
+
+/** @type {Set<ChildProcess>} */
 const live = new Set()
 
 /** Kills every child still running; the orchestrator calls it on exit, error and signals. */
@@ -16,6 +24,10 @@ export function killAll() {
 /**
  * Forks `script` with IPC and waits for its first message ({ ready: true, ... }).
  * Rejects if it exits or reports an error first, or after `timeoutMs`.
+ * @param {string} script
+ * @param {string[]} [args]
+ * @param {{ execArgv?: string[], timeoutMs?: number, env?: Record<string, string> }} [opts]
+ * @returns {Promise<{ child: ChildProcess, info: ChildMessage }>}
  */
 export async function startChild(script, args = [], { execArgv = [], timeoutMs = 60_000, env } = {}) {
   const child = fork(script, args, { execArgv, stdio: ["ignore", "inherit", "inherit", "ipc"], env: { ...process.env, ...env } })
@@ -29,7 +41,13 @@ export async function startChild(script, args = [], { execArgv = [], timeoutMs =
   return { child, info: first }
 }
 
-/** Sends a request over IPC and resolves with the child's answer to it. */
+/**
+ * Sends a request over IPC and resolves with the child's answer to it.
+ * @param {ChildProcess} child
+ * @param {object} message
+ * @param {number} [timeoutMs]
+ * @returns {Promise<ChildMessage>}
+ */
 export function ask(child, message, timeoutMs = 600_000) {
   child.send(message)
   return firstMessage(child, timeoutMs, JSON.stringify(message).slice(0, 80)).then((reply) => {
@@ -38,11 +56,24 @@ export function ask(child, message, timeoutMs = 600_000) {
   })
 }
 
+/**
+ * @param {ChildProcess} child
+ * @param {number} timeoutMs
+ * @param {string} what
+ * @returns {Promise<ChildMessage>}
+ */
 function firstMessage(child, timeoutMs, what) {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => finish(reject, new Error(`${what}: no answer in ${timeoutMs} ms`)), timeoutMs)
+    /** @param {ChildMessage} m */
     const onMessage = (m) => finish(resolve, m)
+    /** @param {number | null} code @param {NodeJS.Signals | null} signal */
     const onExit = (code, signal) => finish(reject, new Error(`${what}: exited (${signal ?? code}) before answering`))
+    /**
+     * @template V
+     * @param {(value: V) => void} settle
+     * @param {V} value
+     */
     function finish(settle, value) {
       clearTimeout(timer)
       child.off("message", onMessage)
@@ -54,7 +85,11 @@ function firstMessage(child, timeoutMs, what) {
   })
 }
 
-/** Asks the child to stop (it closes its server and exits, writing any --cpu-prof), then kills it if it lingers. */
+/**
+ * Asks the child to stop (it closes its server and exits, writing any --cpu-prof), then kills it if it lingers.
+ * @param {ChildProcess} child
+ * @param {number} [graceMs]
+ */
 export async function stopChild(child, graceMs = 10_000) {
   if (child.exitCode !== null || child.signalCode !== null) return
   const exited = once(child, "exit")
@@ -69,11 +104,14 @@ export async function stopChild(child, graceMs = 10_000) {
 /**
  * In a child: runs `handlers[name](message)` for each request and answers with the result; `stop` closes
  * and exits. Every child also answers `cpu`: the CPU time it has used, in microseconds.
+ * @param {Record<string, (request: any) => Promise<object | undefined>>} handlers what each request's body is, its handler says
+ * @param {() => Promise<void>} [close]
  */
 export function serveParent(handlers, close = async () => {}) {
   handlers = { cpu: async () => ({ cpuUs: cpuMicroseconds() }), ...handlers }
   // A rejection here (a send that throws) is left unhandled on purpose: it ends the child, and the parent sees it gone.
-  process.on("message", (message) => void answer(message))
+  process.on("message", (/** @type {Record<string, unknown>} */ message) => void answer(message))
+  /** @param {Record<string, unknown>} message */
   async function answer(message) {
     if (message.stop) {
       try {
@@ -87,18 +125,47 @@ export function serveParent(handlers, close = async () => {}) {
       const [name] = Object.keys(message)
       const handler = handlers[name]
       if (!handler) throw new Error(`unknown request ${name}`)
-      process.send({ ok: true, ...(await handler(message[name])) })
+      process.send?.({ ok: true, ...(await handler(message[name])) })
     } catch (err) {
-      process.send({ error: String(err?.stack ?? err) })
+      process.send?.({ error: errorText(err) })
     }
   }
   // The parent died without telling us: never outlive it.
   process.on("disconnect", () => process.exit(0))
 }
 
-/** In a child: tells the parent it failed to start, then exits. */
+/**
+ * In a child: tells the parent it failed to start, then exits.
+ * @param {unknown} err
+ */
 export function reportStartFailure(err) {
-  process.send?.({ error: String(err?.stack ?? err) }, () => process.exit(1))
+  process.send?.({ error: errorText(err) }, () => process.exit(1))
+}
+
+/**
+ * The port a listening TCP server is bound to.
+ * @param {{ address(): import("node:net").AddressInfo | string | null }} server
+ */
+export function portOf(server) {
+  const address = server.address()
+  if (address === null || typeof address === "string") throw new Error("not a listening TCP server")
+  return address.port
+}
+
+/**
+ * An error's message, or whatever was thrown as text.
+ * @param {unknown} err
+ */
+export function errorMessage(err) {
+  return err instanceof Error ? err.message : String(err)
+}
+
+/**
+ * An error's stack, or whatever was thrown as text.
+ * @param {unknown} err
+ */
+export function errorText(err) {
+  return err instanceof Error ? String(err.stack ?? err) : String(err)
 }
 
 function cpuMicroseconds() {
@@ -109,6 +176,10 @@ function cpuMicroseconds() {
 /**
  * Runs `work` while measuring the CPU time `child` spends (it must answer `cpu`), and adds
  * `cpuUsPerRequest` to the result: a figure other load on the machine hardly moves, unlike req/s.
+ * @template {{ requests: number }} R
+ * @param {ChildProcess} child
+ * @param {() => Promise<R>} work
+ * @returns {Promise<R & { cpuUsPerRequest: number }>}
  */
 export async function withChildCpu(child, work) {
   const before = (await ask(child, { cpu: {} })).cpuUs

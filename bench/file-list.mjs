@@ -3,6 +3,7 @@
 // argv: <dir> <count> <rounds>
 import fsp from "node:fs/promises"
 import { FileTaskStore } from "../dist/index.js"
+import { errorText } from "./child.mjs"
 import { completedTask } from "./fixtures.mjs"
 import { median } from "./stats.mjs"
 
@@ -13,12 +14,17 @@ const rounds = Number(roundsArg)
 const PER_CONTEXT = 4
 
 function settledHeap() {
-  for (let i = 0; i < 4; i++) globalThis.gc()
+  for (let i = 0; i < 4; i++) globalThis.gc?.()
   return process.memoryUsage().heapUsed
 }
 
-/** Milliseconds `run` takes, median over `rounds` calls (each call may first do untimed work through `before`). */
+/**
+ * Milliseconds `run` takes, median over `rounds` calls (each call may first do untimed work through `before`).
+ * @param {(round: number) => Promise<unknown>} run
+ * @param {(round: number) => Promise<unknown>} [before]
+ */
 async function medianMs(run, before = async () => {}) {
+  /** @type {number[]} */
   const samples = []
   for (let round = 0; round < rounds; round++) {
     await before(round)
@@ -29,8 +35,10 @@ async function medianMs(run, before = async () => {}) {
   return median(samples)
 }
 
+/** @param {number} i */
 const contextOf = (i) => `ctx-${Math.floor(i / PER_CONTEXT)}`
 /** What the conversation lookup asks for (lib/a2a/conversation.ts). */
+/** @param {number} i */
 const contextQuery = (i) => ({ contextId: contextOf(i), pageSize: 100, owners: [null] })
 
 try {
@@ -73,7 +81,7 @@ try {
     () => peer.save({ ...completedTask(`peer-${saved++}`), contextId: contextOf(pick()) }),
   )
   await Promise.all([store.close(), peer.close()])
-  process.send({ ready: true, count, perContext: PER_CONTEXT, rounds, firstListMs, heapPerTask, contextMs, pageMs, afterOwnSaveMs, afterPeerSaveMs })
+  process.send?.({ ready: true, count, perContext: PER_CONTEXT, rounds, firstListMs, heapPerTask, contextMs, pageMs, afterOwnSaveMs, afterPeerSaveMs })
 } catch (err) {
-  process.send({ error: String(err?.stack ?? err) })
+  process.send?.({ error: errorText(err) })
 }

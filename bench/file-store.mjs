@@ -3,6 +3,7 @@
 import fsp from "node:fs/promises"
 import path from "node:path"
 import { FileTaskStore } from "../dist/index.js"
+import { errorText } from "./child.mjs"
 import { completedTask } from "./fixtures.mjs"
 import { median } from "./stats.mjs"
 
@@ -12,7 +13,12 @@ const IDS = 256
 
 /** The naive durable ceiling: tmp write, fsync, rename over, fsync the directory; nothing shared between saves. */
 let tmpCount = 0
-/** Writes and fsyncs a tmp file, then renames it over `file`. */
+/**
+ * Writes and fsyncs a tmp file, then renames it over `file`.
+ * @param {string} file
+ * @param {string} text
+ * @param {string} tag
+ */
 async function writeTmpAndRename(file, text, tag) {
   const tmp = `${file}.${process.pid}.${++tmpCount}.${tag}.tmp`
   const handle = await fsp.open(tmp, "w")
@@ -24,6 +30,7 @@ async function writeTmpAndRename(file, text, tag) {
   }
   await fsp.rename(tmp, file)
 }
+/** @param {string} file @param {string} text */
 async function saveDurably(file, text) {
   await writeTmpAndRename(file, text, "ceiling")
   const directory = await fsp.open(path.dirname(file), "r")
@@ -34,7 +41,11 @@ async function saveDurably(file, text) {
   }
 }
 
-/** `op(i)` from CONCURRENCY workers until the time is up; ops per second. */
+/**
+ * `op(i)` from CONCURRENCY workers until the time is up; ops per second.
+ * @param {number} seconds
+ * @param {(i: number) => Promise<unknown>} op
+ */
 async function opsPerSecond(seconds, op) {
   let next = 0
   let done = 0
@@ -66,6 +77,7 @@ try {
   const rawFile = tasks.map((task) => path.join(rawDir, `${task.id}.json`))
   const timestamp = () => new Date().toISOString()
 
+  /** @type {Record<string, (i: number) => Promise<unknown>>} */
   const runs = {
     // Each save is a fresh status timestamp on a Task, as a running server would write.
     saveOurs: (i) => {
@@ -85,6 +97,7 @@ try {
       if (task.id !== tasks[i % IDS].id) throw new Error("readFile answered the wrong task")
     },
   }
+  /** @type {Record<string, number[]>} */
   const samples = Object.fromEntries(Object.keys(runs).map((name) => [name, []]))
   for (const op of Object.values(runs)) await opsPerSecond(0.3, op) // warm up
   // Each pair (ours, the ceiling) runs back to back, first one then the other first, so drift on the disk cancels out.
@@ -94,7 +107,7 @@ try {
     }
   }
   await store.close()
-  process.send({ ready: true, samples, medians: Object.fromEntries(Object.entries(samples).map(([name, values]) => [name, median(values)])) })
+  process.send?.({ ready: true, samples, medians: Object.fromEntries(Object.entries(samples).map(([name, values]) => [name, median(values)])) })
 } catch (err) {
-  process.send({ error: String(err?.stack ?? err) })
+  process.send?.({ error: errorText(err) })
 }

@@ -5,15 +5,21 @@
 import * as grpc from "@grpc/grpc-js"
 import { Role, TaskState } from "@a2a-js/sdk"
 import { A2AService } from "@a2a-js/sdk/server/grpc"
+import { errorMessage } from "./child.mjs"
+
+/** @typedef {import("@a2a-js/sdk").Task} SdkTask */
+/** @typedef {{ path: string, encode: (arg?: string) => Buffer, task: (bytes: Buffer) => SdkTask | undefined }} Method */
 
 const SERVICE_PATH = "/lf.a2a.v1.A2AService"
+/** @param {Buffer} bytes */
 const raw = (bytes) => bytes
 
 /** The calls the bench makes: the request's encoding, and a check that an answer holds a completed Task. */
+/** @type {Record<string, Method>} */
 const METHODS = {
   GetTask: {
     path: `${SERVICE_PATH}/GetTask`,
-    encode: (id) => A2AService.getTask.requestSerialize({ tenant: "", id }),
+    encode: (id = "") => A2AService.getTask.requestSerialize({ tenant: "", id }),
     task: (bytes) => A2AService.getTask.responseDeserialize(bytes),
   },
   SendMessage: {
@@ -49,20 +55,40 @@ function a2aMetadata() {
   return metadata
 }
 
-/** `count` clients on `address`, each on its own HTTP/2 connection (a local subchannel pool: no sharing between them). */
+/**
+ * `count` clients on `address`, each on its own HTTP/2 connection (a local subchannel pool: no sharing between them).
+ * @param {string} address
+ * @param {number} count
+ */
 function openClients(address, count) {
   return Array.from({ length: count }, () => new grpc.Client(address, grpc.credentials.createInsecure(), { "grpc.use_local_subchannel_pool": 1 }))
 }
 
+/**
+ * @param {grpc.Client} client
+ * @param {Method} method
+ * @param {Buffer} request
+ * @param {grpc.Metadata} metadata
+ * @returns {Promise<Buffer>}
+ */
 function unary(client, method, request, metadata) {
   return new Promise((resolve, reject) => {
-    client.makeUnaryRequest(method.path, raw, raw, request, metadata, (err, bytes) => (err ? reject(err) : resolve(bytes)))
+    client.makeUnaryRequest(method.path, raw, raw, request, metadata, (err, bytes) => (err ? reject(err) : bytes === undefined ? reject(new Error(`${method.path}: no answer`)) : resolve(bytes)))
   })
 }
 
+/**
+ * @param {SdkTask | undefined} task
+ * @returns {task is SdkTask}
+ */
 const completed = (task) => task?.status?.state === TaskState.TASK_STATE_COMPLETED
 
-/** One call's answer as it came, undecoded (the bare gRPC ceiling answers with these bytes). */
+/**
+ * One call's answer as it came, undecoded (the bare gRPC ceiling answers with these bytes).
+ * @param {string} address
+ * @param {string} name
+ * @param {string} [arg]
+ */
 export async function grpcAnswerBytes(address, name, arg) {
   const method = METHODS[name]
   const [client] = openClients(address, 1)
@@ -73,7 +99,13 @@ export async function grpcAnswerBytes(address, name, arg) {
   }
 }
 
-/** One call, its answer decoded; throws unless it is a completed Task, which it resolves with (the SDK's form). */
+/**
+ * One call, its answer decoded; throws unless it is a completed Task, which it resolves with (the SDK's form).
+ * @param {string} address
+ * @param {string} name
+ * @param {string} [arg]
+ * @returns {Promise<SdkTask>}
+ */
 export async function grpcCall(address, name, arg) {
   const method = METHODS[name]
   const [client] = openClients(address, 1)
@@ -92,6 +124,7 @@ export async function grpcCall(address, name, arg) {
  * p99 (ms), requests (every answer, the few after the clock stopped too: the server's CPU is divided by it), bad
  * (answers that were not a completed Task, and failed calls), the first failure's message if any, and the load
  * generator's own CPU per answer.
+ * @param {{ address: string, name: string, arg?: string, seconds: number, concurrency?: number, channels?: number }} opts
  */
 export async function grpcLoad({ address, name, arg, seconds, concurrency = 32, channels = 4 }) {
   const method = METHODS[name]
@@ -99,16 +132,19 @@ export async function grpcLoad({ address, name, arg, seconds, concurrency = 32, 
   const metadata = a2aMetadata()
   const clients = openClients(address, Math.max(1, Math.min(channels, concurrency)))
   // Connected before the clock starts, as autocannon's sockets are opened before its first request.
-  await Promise.all(clients.map((client) => new Promise((resolve, reject) => client.waitForReady(Date.now() + 10_000, (err) => (err ? reject(err) : resolve())))))
+  await Promise.all(clients.map((client) => new Promise((/** @type {(value?: undefined) => void} */ resolve, reject) => client.waitForReady(Date.now() + 10_000, (err) => (err ? reject(err) : resolve())))))
+  /** @type {number[]} */
   const latencies = []
   // Every answer cost the server its CPU (withChildCpu divides by `requests`); only those in time count for the rate.
   let requests = 0
   let inTime = 0
   let bad = 0
+  /** @type {unknown} */
   let failure
   const cpuBefore = process.cpuUsage()
   const started = performance.now()
   const ends = started + seconds * 1000
+  /** @param {grpc.Client} client */
   const worker = async (client) => {
     while (performance.now() < ends) {
       const sent = performance.now()
@@ -134,6 +170,7 @@ export async function grpcLoad({ address, name, arg, seconds, concurrency = 32, 
   }
   const cpu = process.cpuUsage(cpuBefore)
   latencies.sort((a, b) => a - b)
+  /** @param {number} p */
   const at = (p) => (latencies.length === 0 ? NaN : latencies[Math.min(latencies.length - 1, Math.ceil((p / 100) * latencies.length) - 1)])
   return {
     rps: inTime / seconds,
@@ -143,6 +180,6 @@ export async function grpcLoad({ address, name, arg, seconds, concurrency = 32, 
     bad,
     // This process's CPU (the load generator's, process and kernel) per answer.
     clientCpuUsPerRequest: requests > 0 ? (cpu.user + cpu.system) / requests : NaN,
-    ...(failure && { firstFailure: String(failure.message ?? failure).slice(0, 300) }),
+    ...(failure !== undefined && { firstFailure: errorMessage(failure).slice(0, 300) }),
   }
 }

@@ -7,6 +7,7 @@
 import fsp from "node:fs/promises"
 import pg from "pg"
 import { FileTaskStore, InMemoryTaskStore, NatsTaskStore, PostgresTaskStore } from "../dist/index.js"
+import { errorText } from "./child.mjs"
 import { completedTask } from "./fixtures.mjs"
 import { NATS_URL, POSTGRES_URL } from "./shared.mjs"
 import { median } from "./stats.mjs"
@@ -19,9 +20,19 @@ const PER_CONTEXT = 100
 const PAGE = 20
 const BASE = Date.parse("2026-01-01T00:00:00Z")
 
+/** @param {number} i */
 const contextOf = (i) => `ctx-${Math.floor(i / PER_CONTEXT)}`
+/**
+ * @param {number} i
+ * @returns {import("../dist/lib/stores/index.js").A2ATask}
+ */
 const taskOf = (i) => ({ ...completedTask(`t-${i}`), contextId: contextOf(i), status: { state: "completed", timestamp: new Date(BASE + i * 1000).toISOString() } })
 
+/**
+ * `work(i)` for every i below n, `width` at a time.
+ * @param {number} n
+ * @param {(i: number) => Promise<unknown>} work
+ */
 async function parallel(n, work, width = 256) {
   let next = 0
   await Promise.all(
@@ -72,8 +83,14 @@ async function seed() {
   throw new Error(`list-stores.mjs: unknown store ${kind}`)
 }
 
-/** Milliseconds of each call, median over the rounds (`prepare` runs untimed before each). */
-async function medianMs(run, prepare = async () => {}) {
+/**
+ * Milliseconds of each call, median over the rounds (`prepare` runs untimed before each, and gives the call its input).
+ * @template Q
+ * @param {(input: Q) => Promise<unknown>} run
+ * @param {(round: number) => Promise<Q>} [prepare]
+ */
+async function medianMs(run, prepare = async () => /** @type {Q} */ (undefined)) {
+  /** @type {number[]} */
   const samples = []
   for (let round = 0; round < rounds; round++) {
     const input = await prepare(round)
@@ -111,7 +128,7 @@ try {
     async () => ({ pageSize: 50, owners: [null], pageToken: (await store.list({ pageSize: 50, owners: [null] })).nextPageToken }),
   )
   await store.close?.()
-  process.send({ ready: true, kind, count, perContext: PER_CONTEXT, pageSize: PAGE, rounds, seedSeconds, firstListMs, contextPage1Ms, contextPage3Ms, allPage1Ms, allPage2Ms })
+  process.send?.({ ready: true, kind, count, perContext: PER_CONTEXT, pageSize: PAGE, rounds, seedSeconds, firstListMs, contextPage1Ms, contextPage3Ms, allPage1Ms, allPage2Ms })
 } catch (err) {
-  process.send({ error: String(err?.stack ?? err) })
+  process.send?.({ error: errorText(err) })
 }

@@ -32,36 +32,54 @@ export const OBSERVE_SIDES = [
 ]
 const SCENARIOS = ["GetTask", "SendMessage"]
 
+/** @typedef {import("./rounds.mjs").RoundResult} RoundResult */
+/** @typedef {{ key: string, label: string, child: import("node:child_process").ChildProcess, url: string }} Running */
+/** @typedef {{ rate: number, cpu: number }} Ratio by rate, and by server CPU per request */
+
+/**
+ * @param {{
+ *   settings: { seconds: number, rounds: number, connections: number, pipelining: number },
+ *   here: string, log: (line: string) => void, scratch: string,
+ * }} opts
+ */
 export async function observeRounds({ settings, here, log, scratch }) {
   const root = path.dirname(here)
+  /** @type {Running[]} */
   const running = []
   try {
     const base = baseBuild(root, scratch, log)
+    const baseArgs = base.dist === undefined ? [] : [base.dist]
     for (const side of OBSERVE_SIDES) {
-      if (side.key === "base" && base.dist === undefined) continue
+      if (side.key === "base" && baseArgs.length === 0) continue
       const mode = side.key === "base" ? "off" : side.key
-      const { child, info } = await startChild(path.join(here, "servers", "toolnexus-observe.mjs"), [mode, ...(side.key === "base" ? [base.dist] : [])])
+      const { child, info } = await startChild(path.join(here, "servers", "toolnexus-observe.mjs"), [mode, ...(side.key === "base" ? baseArgs : [])])
       running.push({ ...side, child, url: info.url })
     }
     log(`observe: servers up: ${running.map((s) => `${s.key} ${s.url}`).join(", ")}`)
+    /** @type {Record<string, string>} */
     const seeded = {}
     const seed = async () => {
       for (const side of running) seeded[side.key] = (await sendAndComplete(side.url)).id
     }
     await seed()
+    /** @type {Record<string, (side: Running) => string>} */
     const bodies = { GetTask: (side) => getTaskBody(seeded[side.key]), SendMessage: () => sendMessageBody() }
+    /** @param {Running} side @param {string} scenario @param {number} seconds */
     const runOnce = (side, scenario, seconds) =>
       withChildCpu(side.child, () => load({ url: side.url, body: bodies[scenario](side), seconds, connections: settings.connections, pipelining: settings.pipelining }))
     log("observe: warming up (1 s per server and scenario)")
     for (const scenario of SCENARIOS) for (const side of running) await runOnce(side, scenario, 1)
     const samples = await alternatingRounds({ sides: running, scenarios: SCENARIOS, rounds: settings.rounds, seconds: settings.seconds, runOnce, log, label: "observe", before: seed })
     // The metrics servers counted what they served: a check that the "on" rows measured metrics that work.
+    /** @type {Record<string, number>} */
     const counted = {}
     for (const side of running.filter((s) => ["on", "on10", "metrics"].includes(s.key))) counted[side.key] = await countedRequests(side.url)
     const medians = mediansOf(samples)
+    /** @type {Record<string, Record<"onOff" | "metricsOff" | "tracesOff" | "on10Off" | "alsOff" | "bareOff" | "offBase", Ratio | undefined> & { floor: ReturnType<typeof floorOf> }>} */
     const ratios = {}
     for (const scenario of SCENARIOS) {
       // Medians of per-round ratios (the two runs of a round are seconds apart): by rate, and by server CPU per request.
+      /** @param {string} a @param {string} b @returns {Ratio | undefined} */
       const of = (a, b) => {
         const ra = samples[scenario][a]
         const rb = samples[scenario][b]
@@ -78,6 +96,7 @@ export async function observeRounds({ settings, here, log, scratch }) {
         offBase: of("off", "base"),
         floor: floorOf(samples[scenario]),
       }
+      /** @param {Ratio | undefined} r */
       const show = (r) => (r ? `${r.rate.toFixed(3)}× by rate, ${r.cpu.toFixed(3)}× by CPU` : "n/a")
       const r = ratios[scenario]
       log(
@@ -99,7 +118,13 @@ export async function observeRounds({ settings, here, log, scratch }) {
   }
 }
 
-/** The build from before the instrumentation, in the scratch directory: its dist/index.js, or why there is none. */
+/**
+ * The build from before the instrumentation, in the scratch directory: its dist/index.js, or why there is none.
+ * @param {string} root
+ * @param {string} scratch
+ * @param {(line: string) => void} log
+ * @returns {{ commit?: string, dist?: string, skipped?: string }}
+ */
 function baseBuild(root, scratch, log) {
   let commit = process.env.BENCH_OBSERVE_BASE
   if (commit === "none") return { skipped: "BENCH_OBSERVE_BASE=none" }
@@ -116,8 +141,9 @@ function baseBuild(root, scratch, log) {
     execFileSync(process.execPath, [path.join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.json"], { cwd: dir, stdio: "inherit" })
     return { commit, dist: path.join(dir, "dist", "index.js") }
   } catch (err) {
-    log(`observe: no base build (${String(err?.message ?? err).split("\n")[0]}); its rows are left out`)
-    return { commit, skipped: String(err?.message ?? err).split("\n")[0] }
+    const why = (err instanceof Error ? err.message : String(err)).split("\n")[0]
+    log(`observe: no base build (${why}); its rows are left out`)
+    return { commit, skipped: why }
   }
 }
 
@@ -125,9 +151,11 @@ function baseBuild(root, scratch, log) {
  * What tracing costs before any code of ours, by server CPU per request (medians of the rounds): Node 20's
  * AsyncLocalStorage once entered (als - off) plus the SDK's span work without it (bare - off, which also holds the
  * API calls of ours, measured apart at ~0.1-0.8 µs); the best "traces on / off" could be if ours cost nothing.
+ * @param {Record<string, RoundResult[]>} runs
  */
 function floorOf(runs) {
   if (!runs.off || !runs.als || !runs.bare) return undefined
+  /** @param {string} key */
   const cpu = (key) => median(runs[key].map((r) => r.cpuUsPerRequest))
   const offUs = cpu("off")
   const alsUs = cpu("als") - offUs
@@ -135,7 +163,10 @@ function floorOf(runs) {
   return { offUs, alsUs, spansUs, ceiling: offUs / (offUs + Math.max(0, alsUs) + Math.max(0, spansUs)) }
 }
 
-/** The sum of toolnexus_a2a_requests_total on a server with metrics. */
+/**
+ * The sum of toolnexus_a2a_requests_total on a server with metrics.
+ * @param {string} url
+ */
 async function countedRequests(url) {
   const text = await (await fetch(`${url}/metrics`)).text()
   return text
@@ -147,11 +178,15 @@ async function countedRequests(url) {
 /**
  * The calls a GetTask and a SendMessage→completed make into lib/observe with no SDK registered, timed in this process
  * against the same awaits without them: ns per request, the median of 7 runs of 100k iterations.
+ * @param {string} root
  */
 async function apiAloneCost(root) {
+  /** @type {typeof import("../dist/lib/observe/telemetry.js")} */
   const { Telemetry } = await import(path.join(root, "dist", "lib", "observe", "telemetry.js"))
   const telemetry = new Telemetry(undefined, "bench")
+  /** @type {Record<string, string>} */
   const headers = { "content-type": "application/json" }
+  /** @param {string} name */
   const lookup = (name) => headers[name]
   const work = async () => 1
   const getTask = async () => {
@@ -184,12 +219,14 @@ async function apiAloneCost(root) {
       await work()
     })()
   }
+  /** @param {() => Promise<void>} fn @param {number} n */
   const time = async (fn, n) => {
     const t0 = process.hrtime.bigint()
     for (let i = 0; i < n; i++) await fn()
     return Number(process.hrtime.bigint() - t0) / n
   }
   const N = 100_000
+  /** @param {() => Promise<void>} fn @param {() => Promise<void>} without */
   const per = async (fn, without) => {
     await time(fn, N)
     await time(without, N)

@@ -2,13 +2,24 @@
 import fs from "node:fs"
 import path from "node:path"
 
+/** @typedef {{ functionName: string, url?: string, lineNumber: number }} CallFrame a frame as V8 writes it */
+/** @typedef {{ id: number, callFrame: CallFrame, children?: number[] }} ProfileNode */
+/** @typedef {{ nodes: ProfileNode[], startTime: number, endTime: number, samples: number[], timeDeltas: number[] }} CpuProfile */
+/** @typedef {(frame: CallFrame, file: string) => boolean} FrameMatch */
+/** @typedef {{ name: string, match: FrameMatch }} HotSpotGroup */
+
 const SPECIAL = new Set(["(idle)", "(program)", "(garbage collector)", "(root)"])
 
+/** @param {string} url */
 function fileOf(url) {
   return url.startsWith("file://") ? decodeURIComponent(new URL(url).pathname) : url
 }
 
-/** Where a frame's code lives: our compiled code, a package, Node itself, or V8's own work. */
+/**
+ * Where a frame's code lives: our compiled code, a package, Node itself, or V8's own work.
+ * @param {CallFrame} frame
+ * @param {string} root
+ */
 function categoryOf({ functionName, url }, root) {
   if (SPECIAL.has(functionName)) return functionName
   if (!url) return "V8 builtins and native code (JSON, structuredClone, writev...)"
@@ -20,7 +31,11 @@ function categoryOf({ functionName, url }, root) {
   return file
 }
 
-/** "functionName file:line" with our files shown as their .ts source path. */
+/**
+ * "functionName file:line" with our files shown as their .ts source path.
+ * @param {CallFrame} frame
+ * @param {string} root
+ */
 export function frameName({ functionName, url, lineNumber }, root) {
   if (!url) return functionName || "(anonymous)"
   const file = fileOf(url)
@@ -34,25 +49,41 @@ export function frameName({ functionName, url, lineNumber }, root) {
  * (the profile's own monotonic clock, the one process.hrtime reads): self time per function and
  * per category, and for each group the time of samples with any frame of that group on the stack.
  * `groups` is [{ name, match(callFrame, fileName) }].
+ * @param {string} file
+ * @param {{ root: string, sinceUs?: number, groups?: HotSpotGroup[] }} opts
  */
 export function analyzeProfile(file, { root, sinceUs, groups = [] }) {
+  /** @type {CpuProfile} */
   const profile = JSON.parse(fs.readFileSync(file, "utf8"))
   const byId = new Map(profile.nodes.map((node) => [node.id, node]))
+  /** @param {number} id */
+  const nodeOf = (id) => {
+    const node = byId.get(id)
+    if (node === undefined) throw new Error(`${file}: no node ${id}`)
+    return node
+  }
+  /** @type {Map<number, number>} */
   const parent = new Map()
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id)
   const windowed = sinceUs !== undefined && sinceUs > profile.startTime && sinceUs < profile.endTime
 
+  /** @type {Map<string, number>} */
   const self = new Map()
+  /** @type {Map<string, number>} */
   const categories = new Map()
   const grouped = new Map(groups.map((g) => [g.name, 0]))
+  /** @type {Map<number, string[]>} */
   const groupsOnStack = new Map() // node id -> names of the groups on its stack
+  /** @param {Map<string, number>} map @param {string} key @param {number} us */
   const add = (map, key, us) => map.set(key, (map.get(key) ?? 0) + us)
+  /** @param {number} id */
   const groupsOf = (id) => {
     let names = groupsOnStack.get(id)
     if (names) return names
+    /** @type {Set<string>} */
     const found = new Set()
-    for (let at = id; at !== undefined; at = parent.get(at)) {
-      const frame = byId.get(at).callFrame
+    for (let /** @type {number | undefined} */ at = id; at !== undefined; at = parent.get(at)) {
+      const frame = nodeOf(at).callFrame
       for (const group of groups) if (!found.has(group.name) && group.match(frame, fileOf(frame.url ?? ""))) found.add(group.name)
     }
     names = [...found]
@@ -67,7 +98,7 @@ export function analyzeProfile(file, { root, sinceUs, groups = [] }) {
     const us = profile.timeDeltas[i] ?? 0
     at += us
     if (windowed && at < sinceUs) return
-    const frame = byId.get(id).callFrame
+    const frame = nodeOf(id).callFrame
     if (frame.functionName === "(idle)") {
       idle += us
       return
@@ -78,20 +109,30 @@ export function analyzeProfile(file, { root, sinceUs, groups = [] }) {
     for (const name of groupsOf(id)) add(grouped, name, us)
   })
 
+  /** @param {Map<string, number>} map */
   const percent = (map) => [...map.entries()].map(([name, us]) => ({ name, percent: (100 * us) / busy })).sort((a, b) => b.percent - a.percent)
   return { windowed, busyMs: busy / 1000, idleMs: idle / 1000, self: percent(self), categories: percent(categories), groups: percent(grouped) }
 }
 
-/** The one .cpuprofile a process wrote into `dir`. */
+/**
+ * The one .cpuprofile a process wrote into `dir`.
+ * @param {string} dir
+ */
 export function profileIn(dir) {
   const names = fs.readdirSync(dir).filter((name) => name.endsWith(".cpuprofile"))
   if (names.length !== 1) throw new Error(`expected one .cpuprofile in ${dir}, found ${names.length}`)
   return path.join(dir, names[0])
 }
 
-/** The hot spots the bench looks for, by where their frames live; each counts every sample with one of its frames on the stack. */
+/**
+ * The hot spots the bench looks for, by where their frames live; each counts every sample with one of its frames on the stack.
+ * @param {string} root
+ * @returns {HotSpotGroup[]}
+ */
 export function hotSpotGroups(root) {
+  /** @param {string} relative @returns {FrameMatch} */
   const ours = (relative) => (frame, file) => file === path.join(root, "dist", relative)
+  /** @param {string} relative @param {string[]} names @returns {FrameMatch} */
   const named = (relative, ...names) => (frame, file) => file === path.join(root, "dist", relative) && names.includes(frame.functionName)
   return [
     { name: "AbortController, AbortSignal.any, abort() on close and abort listeners (per request: plugins/jsonrpc-route.ts, jsonrpc.ts dispatch; per task: runner.ts, client.ts)", match: (_f, file) => /^node:internal\/(abort_controller|event_target|per_context\/domexception)$/.test(file) },
@@ -110,8 +151,13 @@ export function hotSpotGroups(root) {
   ]
 }
 
-/** hotSpotGroups plus the code a streamed answer runs through, for a profile under SendStreamingMessage. */
+/**
+ * hotSpotGroups plus the code a streamed answer runs through, for a profile under SendStreamingMessage.
+ * @param {string} root
+ * @returns {HotSpotGroup[]}
+ */
 export function streamingHotSpotGroups(root) {
+  /** @param {string[]} relatives @returns {FrameMatch} */
   const ours = (...relatives) => (_frame, file) => relatives.some((relative) => file === path.join(root, "dist", relative))
   return [
     ...hotSpotGroups(root),

@@ -15,13 +15,18 @@ import { FileTaskStore, InMemoryTaskStore } from "../dist/index.js"
 import { transitionSaver } from "../dist/lib/a2a/transitions.js"
 import { allowList } from "../dist/lib/push/guard.js"
 import { PushSender } from "../dist/lib/push/sender.js"
+import { errorText, portOf } from "./child.mjs"
 import { median } from "./stats.mjs"
+
+/** @typedef {import("../dist/lib/stores/index.js").TaskState} TaskState */
+/** @typedef {{ perSecond: number, cpu: number }} RateRow */
 
 const [dir, tasksArg = "500", eventsArg = "4", samplesArg = "500", roundsArg = "3"] = process.argv.slice(2)
 const TASKS = Number(tasksArg)
 const EVENTS = Number(eventsArg)
 const SAMPLES = Number(samplesArg)
 const ROUNDS = Number(roundsArg)
+/** @type {TaskState[]} */
 const STATES = ["submitted", "working", "input-required", "working", "completed"]
 
 /** The receiver: counts requests, and calls `onRequest` for each as it arrives. */
@@ -34,21 +39,39 @@ const server = http.createServer((req, res) => {
     res.end()
   })
 })
-await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve))
-const port = server.address().port
+await new Promise((/** @type {(value?: undefined) => void} */ resolve) => server.listen(0, "127.0.0.1", resolve))
+const port = portOf(server)
 const url = `http://127.0.0.1:${port}/hook`
 
+/**
+ * Resolves once the receiver has had `count` requests in all.
+ * @param {number} count
+ */
 function until(count) {
-  return new Promise((resolve) => {
+  return new Promise((/** @type {(value?: undefined) => void} */ resolve) => {
     receiver.onRequest = () => receiver.count >= count && resolve()
     if (receiver.count >= count) resolve()
   })
 }
 
+/**
+ * @param {string} id
+ * @param {TaskState} state
+ * @returns {import("../dist/lib/stores/index.js").A2ATask}
+ */
 const task = (id, state) => ({ id, contextId: `ctx-${id}`, kind: "task", status: { state, timestamp: new Date().toISOString() }, history: [] })
+/**
+ * @param {string} taskId
+ * @returns {import("../dist/lib/stores/index.js").PushConfigRecord}
+ */
 const config = (taskId) => ({ taskId, id: "hook", version: "1.0", url, createdAt: new Date().toISOString() })
 
-/** Ours: TASKS × EVENTS state changes through the outbox, and how long until the receiver has them all. */
+/**
+ * Ours: TASKS × EVENTS state changes through the outbox, and how long until the receiver has them all.
+ * @param {InMemoryTaskStore | FileTaskStore} store
+ * @param {string} label
+ * @returns {Promise<RateRow>}
+ */
 async function oursRate(store, label) {
   const sender = new PushSender({ store: store.push, log: silent, instance: `bench-${label}`, allow: allowList([`127.0.0.1:${port}`]) })
   await sender.start()
@@ -73,7 +96,10 @@ async function oursRate(store, label) {
   return { perSecond: (TASKS * EVENTS) / seconds, cpu }
 }
 
-/** CPU µs (user + system) since `cpu0`, per notification of a round. */
+/**
+ * CPU µs (user + system) since `cpu0`, per notification of a round.
+ * @param {NodeJS.CpuUsage} cpu0
+ */
 function cpuPerNotification(cpu0) {
   const { user, system } = process.cpuUsage(cpu0)
   return (user + system) / (TASKS * EVENTS)
@@ -89,7 +115,7 @@ async function sdkRate() {
   const context = new ServerCallContext({ requestedVersion: "1.0" })
   const prefix = `sdk-${Math.random().toString(36).slice(2)}`
   const ids = Array.from({ length: TASKS }, (_, i) => `${prefix}-${i}`)
-  for (const id of ids) await store.save(id, context, { taskId: id, id: "hook", url, token: "", tenant: "" })
+  for (const id of ids) await store.save(id, context, { taskId: id, id: "hook", url, token: "", tenant: "", authentication: undefined })
   const start = receiver.count
   const cpu0 = process.cpuUsage()
   const t0 = performance.now()
@@ -114,6 +140,7 @@ async function latency() {
   const id = "latency"
   await store.save(task(id, "submitted"))
   await store.push.putConfig(config(id))
+  /** @type {number[]} */
   const samples = []
   for (let i = 0; i < SAMPLES + 20; i++) {
     const arrived = until(receiver.count + 1)
@@ -127,7 +154,11 @@ async function latency() {
   return { p50: percentile(samples, 50), p99: percentile(samples, 99) }
 }
 
-/** The value below which `p` percent of the samples fall (nearest rank). */
+/**
+ * The value below which `p` percent of the samples fall (nearest rank).
+ * @param {number[]} values
+ * @param {number} p
+ */
 function percentile(values, p) {
   const sorted = [...values].sort((a, b) => a - b)
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]
@@ -140,6 +171,7 @@ const silent = { debug() {}, info() {}, warn() {}, error() {}, child: () => sile
 
 try {
   await fsp.mkdir(dir, { recursive: true })
+  /** @type {{ memory: RateRow[], file: RateRow[], sdk: RateRow[] }} */
   const rows = { memory: [], file: [], sdk: [] }
   const fileHasPush = new FileTaskStore(path.join(dir, "probe")).push !== undefined
   // Alternating rounds, so a machine that slows down part-way hurts every side alike.
@@ -154,7 +186,7 @@ try {
   }
   const lat = await latency()
   server.close()
-  process.send({
+  process.send?.({
     ready: true,
     tasks: TASKS,
     events: EVENTS,
@@ -172,5 +204,5 @@ try {
     latencyP99Ms: lat.p99,
   })
 } catch (err) {
-  process.send({ error: String(err?.stack ?? err) })
+  process.send?.({ error: errorText(err) })
 }

@@ -13,10 +13,21 @@ import { call, getTaskBody, load, sendAndComplete, sendMessageBody } from "./loa
 import { POSTGRES_URL, dropShared, runNames, servicesUp } from "./shared.mjs"
 import { median, percentile } from "./stats.mjs"
 
+/** @typedef {{ child: import("node:child_process").ChildProcess, url: string }} Server */
+/** @typedef {{ rps: number, requests: number, cpuUsPerRequest: number, bad: number, p50: number }} SpreadResult */
+
 const now = () => performance.timeOrigin + performance.now()
+/** @param {import("node:child_process").ChildProcess[]} children */
 const cpuOf = async (children) => (await Promise.all(children.map((child) => ask(child, { cpu: {} })))).reduce((sum, answer) => sum + answer.cpuUs, 0)
 
-/** Runs the load on every server at once, the connections shared out; the rates summed, the servers' CPU per answer. */
+/**
+ * Runs the load on every server at once, the connections shared out; the rates summed, the servers' CPU per answer.
+ * @param {Server[]} servers
+ * @param {(server: Server) => string} body
+ * @param {number} seconds
+ * @param {number} connections
+ * @returns {Promise<SpreadResult>}
+ */
 async function spread(servers, body, seconds, connections) {
   const before = await cpuOf(servers.map((s) => s.child))
   const runs = await Promise.all(servers.map((s) => load({ url: s.url, body: body(s), seconds, connections: Math.max(1, Math.round(connections / servers.length)) })))
@@ -25,6 +36,9 @@ async function spread(servers, body, seconds, connections) {
   return { rps: runs.reduce((sum, r) => sum + r.rps, 0), requests, cpuUsPerRequest: cpu / requests, bad: runs.reduce((sum, r) => sum + r.bad, 0), p50: median(runs.map((r) => r.p50)) }
 }
 
+/**
+ * @param {{ settings: import("./rounds.mjs").LoadSettings & { cancels: number }, here: string, log: (line: string) => void }} opts
+ */
 export async function replicaRows({ settings, here, log }) {
   const up = await servicesUp()
   if (up.postgres !== true) {
@@ -34,7 +48,9 @@ export async function replicaRows({ settings, here, log }) {
   const one = runNames("r1")
   const two = runNames("r2")
   const gone = runNames("rc")
+  /** @type {Server[]} */
   const running = []
+  /** @param {import("./shared.mjs").RunNames} names */
   const start = async (names) => {
     const { child, info } = await startChild(path.join(here, "servers", "toolnexus-replica.mjs"), [`${POSTGRES_URL}?table=${names.table}`])
     const server = { child, url: info.url }
@@ -44,14 +60,18 @@ export async function replicaRows({ settings, here, log }) {
   try {
     const single = [await start(one)]
     const pair = [await start(two), await start(two)]
+    /** @type {Record<string, Server[]>} */
     const sides = { one: single, two: pair }
     // GetTask reads a Task made on the first server of each side (on the pair, the other replica reads it too).
+    /** @type {Record<string, string>} */
     const seeded = { one: (await sendAndComplete(single[0].url)).id, two: (await sendAndComplete(pair[0].url)).id }
+    /** @type {Record<string, (key: string) => () => string>} */
     const bodies = {
       GetTask: (key) => () => getTaskBody(seeded[key]),
       SendMessage: () => () => sendMessageBody(),
     }
     for (const scenario of ["GetTask", "SendMessage"]) for (const key of ["one", "two"]) await spread(sides[key], bodies[scenario](key), 1, settings.connections)
+    /** @type {Record<string, Record<string, SpreadResult[]>>} */
     const samples = {}
     for (let round = 1; round <= settings.rounds; round++) {
       for (const scenario of ["GetTask", "SendMessage"]) {
@@ -62,6 +82,7 @@ export async function replicaRows({ settings, here, log }) {
         }
       }
     }
+    /** @type {Record<string, { byRate: number, cpuOne: number, cpuTwo: number, rpsOne: number, rpsTwo: number, bad: number }>} */
     const factor = {}
     for (const scenario of ["GetTask", "SendMessage"]) {
       const { one: a, two: b } = samples[scenario]
@@ -79,6 +100,7 @@ export async function replicaRows({ settings, here, log }) {
 
     // Cancel on B, work stopped on A.
     const [a, b] = [await start(gone), await start(gone)]
+    /** @type {number[]} */
     const cancels = []
     let refused = 0
     for (let i = 0; i < settings.cancels; i++) {
@@ -95,6 +117,7 @@ export async function replicaRows({ settings, here, log }) {
       const t0 = now()
       const canceled = await call(b.url, JSON.stringify({ jsonrpc: "2.0", id: 1, method: "CancelTask", params: { id } }))
       if (canceled.result?.status?.state !== "TASK_STATE_CANCELED") refused++
+      /** @type {number | undefined} */
       let stoppedAt
       for (let tries = 0; stoppedAt === undefined; tries++) {
         stoppedAt = (await ask(a.child, { aborts: {} })).aborts[tag]

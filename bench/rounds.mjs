@@ -1,11 +1,26 @@
 import { median } from "./stats.mjs"
 
 /**
+ * One run of a side on a scenario: a load result with the server's CPU per request.
+ * @typedef {{ rps: number, p50: number, p99: number, requests: number, bad: number, cpuUsPerRequest: number }} RoundResult
+ * @typedef {Record<string, Record<string, RoundResult[]>>} Samples samples[scenario][side.key]: the runs in round order
+ * @typedef {{ seconds: number, rounds: number, connections: number, pipelining: number }} LoadSettings the load knobs a phase reads
+ */
+
+/**
  * The interleaved rounds the load phases share: each round runs every scenario on every side, in the sides' order in
  * odd rounds and the reverse in even ones, so a side is never always first or last; `before` runs ahead of each round
  * (reseeding a Task to read, say). Logs a line per run under `label`; returns the runs as samples[scenario][side.key].
+ * @template {{ key: string }} Side
+ * @param {{
+ *   sides: Side[], scenarios: string[], rounds: number, seconds: number,
+ *   runOnce: (side: Side, scenario: string, seconds: number) => Promise<RoundResult>,
+ *   log: (line: string) => void, label?: string, before?: () => Promise<void>,
+ * }} opts
+ * @returns {Promise<Samples>}
  */
 export async function alternatingRounds({ sides, scenarios, rounds, seconds, runOnce, log, label, before }) {
+  /** @type {Samples} */
   const samples = {}
   for (let round = 1; round <= rounds; round++) {
     await before?.()
@@ -24,8 +39,12 @@ export async function alternatingRounds({ sides, scenarios, rounds, seconds, run
   return samples
 }
 
-/** Each side's medians over its runs (rate, p50, p99, server CPU per request) and its bad answers summed: medians[scenario][side]. */
+/**
+ * Each side's medians over its runs (rate, p50, p99, server CPU per request) and its bad answers summed: medians[scenario][side].
+ * @param {Samples} samples
+ */
 export function mediansOf(samples) {
+  /** @type {Record<string, Record<string, Omit<RoundResult, "requests">>>} */
   const medians = {}
   for (const [scenario, bySide] of Object.entries(samples)) {
     for (const [key, runs] of Object.entries(bySide)) {

@@ -8,7 +8,7 @@
 import path from "node:path"
 import pg from "pg"
 import { connect } from "nats"
-import { startChild, stopChild, withChildCpu } from "./child.mjs"
+import { errorMessage, startChild, stopChild, withChildCpu } from "./child.mjs"
 import { getTaskBody, load, sendAndComplete, sendMessageBody } from "./load.mjs"
 import { alternatingRounds, mediansOf } from "./rounds.mjs"
 
@@ -16,13 +16,22 @@ export const SCENARIOS = ["GetTask", "SendMessage"]
 export const POSTGRES_URL = process.env.BENCH_POSTGRES ?? "postgres://postgres@127.0.0.1:5432/test"
 export const NATS_URL = process.env.BENCH_NATS ?? "nats://127.0.0.1:4222"
 
-/** Names of this run's own tables and buckets (lowercase, short: the stores derive longer names from them). */
+/**
+ * Names of this run's own tables and buckets (lowercase, short: the stores derive longer names from them).
+ * @param {string} tag
+ */
 export function runNames(tag) {
   const suffix = `${process.pid.toString(36)}${Date.now().toString(36).slice(-4)}`
   return { table: `bench_${tag}_${suffix}`, sdkTable: `bench_sdk_${suffix}`, bucket: `bench_${tag}_${suffix}` }
 }
 
-/** The three sides: ours on Postgres and on NATS, the SDK's DatabaseTaskStore on Postgres; the order of odd rounds. */
+/** @typedef {ReturnType<typeof runNames>} RunNames */
+
+/**
+ * The three sides: ours on Postgres and on NATS, the SDK's DatabaseTaskStore on Postgres; the order of odd rounds.
+ * @param {RunNames} names
+ * @returns {{ key: string, label: string, script: string, args: string[], needs: "postgres" | "nats" }[]}
+ */
 export function sharedSides(names) {
   return [
     { key: "pg", label: "toolnexus serve(), PostgresTaskStore (logger: false)", script: "toolnexus.mjs", args: [`${POSTGRES_URL}?table=${names.table}`, "off"], needs: "postgres" },
@@ -33,14 +42,15 @@ export function sharedSides(names) {
 
 /** Which services answer: { postgres: true | "why not", nats: ... }. */
 export async function servicesUp() {
-  const up = {}
+  /** @type {Record<"postgres" | "nats", true | string>} */
+  const up = { postgres: "not tried", nats: "not tried" }
   const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 3000 })
   try {
     await client.connect()
     await client.query("SELECT 1")
     up.postgres = true
   } catch (err) {
-    up.postgres = String(err?.message ?? err)
+    up.postgres = errorMessage(err)
   } finally {
     await client.end().catch(() => {})
   }
@@ -50,12 +60,15 @@ export async function servicesUp() {
     await nc.close()
     up.nats = true
   } catch (err) {
-    up.nats = String(err?.message ?? err)
+    up.nats = errorMessage(err)
   }
   return up
 }
 
-/** Drops this run's tables (ours: the Tasks' and the ones the store makes beside them; the SDK's) and NATS streams. */
+/**
+ * Drops this run's tables (ours: the Tasks' and the ones the store makes beside them; the SDK's) and NATS streams.
+ * @param {RunNames} names
+ */
 export async function dropShared(names) {
   const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 3000 })
   try {
@@ -81,6 +94,7 @@ export async function dropShared(names) {
 /**
  * Starts the sides whose service answers, then per round: for each scenario, every side back to back (the order
  * reversed in even rounds); medians over rounds, as the other phases.
+ * @param {{ settings: import("./rounds.mjs").LoadSettings, here: string, log: (line: string) => void }} opts
  */
 export async function sharedRounds({ settings, here, log }) {
   const names = runNames("s")
@@ -88,6 +102,7 @@ export async function sharedRounds({ settings, here, log }) {
   const sides = sharedSides(names).filter((side) => up[side.needs] === true)
   const skipped = Object.fromEntries(Object.entries(up).filter(([, ok]) => ok !== true))
   for (const [service, why] of Object.entries(skipped)) log(`shared: ${service} does not answer (${why}); its rows are left out`)
+  /** @type {(ReturnType<typeof sharedSides>[number] & { child: import("node:child_process").ChildProcess, url: string })[]} */
   const running = []
   try {
     for (const side of sides) {
@@ -95,11 +110,13 @@ export async function sharedRounds({ settings, here, log }) {
       running.push({ ...side, child, url: info.url })
     }
     log(`shared: servers up: ${running.map((s) => `${s.key} ${s.url}`).join(", ")}`)
+    /** @type {Record<string, string>} */
     const seeded = {}
     const seed = async () => {
       for (const side of running) seeded[side.key] = (await sendAndComplete(side.url)).id
     }
     await seed()
+    /** @param {(typeof running)[number]} side @param {string} scenario @param {number} seconds */
     const runOnce = (side, scenario, seconds) =>
       withChildCpu(side.child, () =>
         load({ url: side.url, body: scenario === "GetTask" ? getTaskBody(seeded[side.key]) : sendMessageBody(), seconds, connections: settings.connections, pipelining: settings.pipelining }),

@@ -1,3 +1,4 @@
+/** @param {number[]} values */
 export function median(values) {
   const sorted = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b)
   if (sorted.length === 0) return NaN
@@ -5,7 +6,11 @@ export function median(values) {
   return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2
 }
 
-/** The value below which `p` percent of the samples fall (nearest rank). */
+/**
+ * The value below which `p` percent of the samples fall (nearest rank).
+ * @param {number[]} values
+ * @param {number} p
+ */
 export function percentile(values, p) {
   const sorted = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b)
   if (sorted.length === 0) return NaN

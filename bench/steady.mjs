@@ -9,8 +9,13 @@ import { A2A_HEADERS, getTaskBody, load, sendAndComplete, sendMessageBody } from
 import { NATS_URL, POSTGRES_URL, dropShared, runNames, servicesUp } from "./shared.mjs"
 import { median, percentile } from "./stats.mjs"
 
-/** Runs `body` at `rate` requests/s for `seconds`; every answer's time in ms, and the answers that were not a completed Task. */
+/**
+ * Runs `body` at `rate` requests/s for `seconds`; every answer's time in ms, and the answers that were not a completed Task.
+ * @param {{ url: string, body: string, rate: number, seconds: number, connections: number }} opts
+ * @returns {Promise<{ times: number[], rps: number, requests: number, bad: number }>}
+ */
 export function steadyLoad({ url, body, rate, seconds, connections }) {
+  /** @type {number[]} */
   const times = []
   let wrong = 0
   return new Promise((resolve, reject) => {
@@ -28,6 +33,12 @@ export function steadyLoad({ url, body, rate, seconds, connections }) {
   })
 }
 
+/**
+ * @param {{
+ *   settings: import("./rounds.mjs").LoadSettings & { steadySeconds: number },
+ *   here: string, log: (line: string) => void, scratch: string,
+ * }} opts
+ */
 export async function steadyRows({ settings, here, log, scratch }) {
   const names = runNames("l")
   const up = await servicesUp()
@@ -37,6 +48,7 @@ export async function steadyRows({ settings, here, log, scratch }) {
     ...(up.postgres === true ? [{ key: "postgres", store: `${POSTGRES_URL}?table=${names.table}` }] : []),
     ...(up.nats === true ? [{ key: "nats", store: `${NATS_URL}?bucket=${names.bucket}` }] : []),
   ]
+  /** @type {Record<string, string | number>[]} */
   const rows = []
   try {
     for (const side of sides) {

@@ -2,9 +2,12 @@
 // answers as servers/bare-grpc.mjs) and grpc-status 0, no gRPC library: what Node's HTTP/2 costs per unary call, so a
 // gRPC server written straight on node:http2 could not be cheaper than this.
 import http2 from "node:http2"
-import { reportStartFailure, serveParent } from "../child.mjs"
+import { portOf, reportStartFailure, serveParent } from "../child.mjs"
 
-/** A gRPC length-prefixed message: a 0 byte (not compressed), the length as 4 bytes big-endian, the bytes. */
+/**
+ * A gRPC length-prefixed message: a 0 byte (not compressed), the length as 4 bytes big-endian, the bytes.
+ * @param {Buffer} bytes
+ */
 function framed(bytes) {
   const frame = Buffer.allocUnsafe(5 + bytes.length)
   frame[0] = 0
@@ -12,13 +15,15 @@ function framed(bytes) {
   bytes.copy(frame, 5)
   return frame
 }
+/** @type {Record<string, Buffer>} */
 const frames = { GetTask: framed(Buffer.alloc(0)), SendMessage: framed(Buffer.alloc(0)) }
+/** @type {Record<string, string | undefined>} */
 const PATHS = { "/lf.a2a.v1.A2AService/GetTask": "GetTask", "/lf.a2a.v1.A2AService/SendMessage": "SendMessage" }
 
 try {
   const server = http2.createServer()
   server.on("stream", (stream, headers) => {
-    const name = PATHS[headers[":path"]]
+    const name = PATHS[headers[":path"] ?? ""]
     // The request is read to its end, not decoded.
     stream.on("data", () => {})
     stream.on("end", () => {
@@ -31,18 +36,21 @@ try {
       stream.end(frames[name])
     })
   })
-  await new Promise((resolve, reject) => server.once("error", reject).listen(0, "127.0.0.1", resolve))
+  await new Promise((/** @type {(value?: undefined) => void} */ resolve, reject) => server.once("error", reject).listen(0, "127.0.0.1", resolve))
   serveParent(
     {
       // { GetTask, SendMessage }: base64 of the answers to give.
-      payload: async (given) => {
-        for (const name of Object.keys(frames)) if (given[name] !== undefined) frames[name] = framed(Buffer.from(given[name], "base64"))
+      payload: async (/** @type {Record<string, string | undefined>} */ given) => {
+        for (const name of Object.keys(frames)) {
+          const text = given[name]
+          if (text !== undefined) frames[name] = framed(Buffer.from(text, "base64"))
+        }
         return {}
       },
     },
     () => new Promise((resolve) => server.close(() => resolve())),
   )
-  process.send({ ready: true, grpc: `127.0.0.1:${server.address().port}` })
+  process.send?.({ ready: true, grpc: `127.0.0.1:${portOf(server)}` })
 } catch (err) {
   reportStartFailure(err)
 }

@@ -4,13 +4,15 @@
 // event loops and the machine's scheduling cost on their own.
 // argv: <model baseUrl>
 import http from "node:http"
-import { reportStartFailure, serveParent } from "../child.mjs"
+import { portOf, reportStartFailure, serveParent } from "../child.mjs"
 
 const modelUrl = process.argv[2]
+/** @param {number} id @param {object} result */
 const frame = (id, result) => `id: ${id}\ndata: ${JSON.stringify({ jsonrpc: "2.0", id: 1, result })}\n\n`
 
 const server = http.createServer((req, res) => void relay(req, res))
 
+/** @param {http.IncomingMessage} req @param {http.ServerResponse} res */
 async function relay(req, res) {
   try {
     for await (const _ of req); // the request body, unread
@@ -20,6 +22,7 @@ async function relay(req, res) {
     const decoder = new TextDecoder()
     let pending = ""
     let id = 2
+    if (answer.body === null) throw new Error("the model endpoint answered no body")
     for await (const bytes of answer.body) {
       pending += decoder.decode(bytes, { stream: true })
       let end
@@ -33,17 +36,17 @@ async function relay(req, res) {
     }
     res.end(frame(id, { statusUpdate: { status: { state: "TASK_STATE_COMPLETED" } } }))
   } catch (err) {
-    res.destroy(err)
+    res.destroy(err instanceof Error ? err : new Error(String(err)))
   }
 }
 
 try {
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve))
+  await new Promise((/** @type {(value?: undefined) => void} */ resolve) => server.listen(0, "127.0.0.1", resolve))
   serveParent({}, () => {
     server.closeAllConnections()
-    return new Promise((resolve) => server.close(() => resolve()))
+    return new Promise((/** @type {(value?: undefined) => void} */ resolve) => server.close(() => resolve()))
   })
-  process.send({ ready: true, url: `http://127.0.0.1:${server.address().port}` })
+  process.send?.({ ready: true, url: `http://127.0.0.1:${portOf(server)}` })
 } catch (err) {
   reportStartFailure(err)
 }

@@ -1,6 +1,6 @@
 // Server D, the ceiling: a bare Fastify POST route answering a task-sized JSON-RPC response.
 import Fastify from "fastify"
-import { reportStartFailure, serveParent } from "../child.mjs"
+import { portOf, reportStartFailure, serveParent } from "../child.mjs"
 
 try {
   // What a GetTask answer of the toolnexus server looks like; the orchestrator replaces it with a real one.
@@ -8,8 +8,9 @@ try {
   const app = Fastify({ logger: false })
   app.post("/", async () => payload)
   await app.listen({ host: "127.0.0.1", port: 0 })
-  serveParent({ payload: async (value) => void (payload = value) }, () => app.close())
-  process.send({ ready: true, url: `http://127.0.0.1:${app.server.address().port}`, port: app.server.address().port })
+  serveParent({ payload: async (/** @type {typeof payload} */ value) => void (payload = value) }, () => app.close())
+  const port = portOf(app.server)
+  process.send?.({ ready: true, url: `http://127.0.0.1:${port}`, port })
 } catch (err) {
   reportStartFailure(err)
 }

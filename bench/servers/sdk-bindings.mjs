@@ -9,19 +9,22 @@ import { AGENT_CARD_PATH } from "@a2a-js/sdk"
 import { DefaultRequestHandler, InMemoryTaskStore } from "@a2a-js/sdk/server"
 import { UserBuilder, agentCardHandler, jsonRpcHandler, restHandler } from "@a2a-js/sdk/server/express"
 import { A2AService, grpcService, UserBuilder as GrpcUserBuilder } from "@a2a-js/sdk/server/grpc"
-import { reportStartFailure, serveParent } from "../child.mjs"
+import { portOf, reportStartFailure, serveParent } from "../child.mjs"
 import { sdkCard } from "./sdk-app.mjs"
 import { EchoExecutor } from "./sdk-echo.mjs"
 
 const HOST = "127.0.0.1"
 const description = "echo agent for the benchmark, over JSON-RPC, HTTP+JSON and gRPC"
 
-/** An Express app listening on a free port; its routes are added once the card (which names every port) is known. */
+/**
+ * An Express app listening on a free port; its routes are added once the card (which names every port) is known.
+ * @param {import("express").Express} app
+ */
 async function listening(app) {
-  const server = await new Promise((resolve, reject) => {
+  const server = await new Promise((/** @type {(server: import("node:http").Server) => void} */ resolve, reject) => {
     const s = app.listen(0, HOST, (err) => (err ? reject(err) : resolve(s)))
   })
-  return { server, url: `http://${HOST}:${server.address().port}` }
+  return { server, url: `http://${HOST}:${portOf(server)}` }
 }
 
 try {
@@ -30,7 +33,7 @@ try {
   const jsonRpc = await listening(jsonRpcApp)
   const rest = await listening(restApp)
   const grpcServer = new grpc.Server()
-  const grpcPort = await new Promise((resolve, reject) =>
+  const grpcPort = await new Promise((/** @type {(port: number) => void} */ resolve, reject) =>
     grpcServer.bindAsync(`${HOST}:0`, grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port))),
   )
   const grpcAddress = `${HOST}:${grpcPort}`
@@ -45,10 +48,11 @@ try {
   restApp.use(restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }))
   grpcServer.addService(A2AService, grpcService({ requestHandler: handler, userBuilder: GrpcUserBuilder.noAuthentication }))
 
-  const closeHttp = ({ server }) => new Promise((resolve) => server.close(() => resolve()))
-  const closeGrpc = () => new Promise((resolve) => grpcServer.tryShutdown(() => resolve()))
-  serveParent({}, () => Promise.all([closeHttp(jsonRpc), closeHttp(rest), closeGrpc()]))
-  process.send({ ready: true, url: jsonRpc.url, rest: rest.url, grpc: grpcAddress })
+  /** @param {{ server: import("node:http").Server }} listener */
+  const closeHttp = ({ server }) => new Promise((/** @type {(value?: undefined) => void} */ resolve) => server.close(() => resolve()))
+  const closeGrpc = () => new Promise((/** @type {(value?: undefined) => void} */ resolve) => grpcServer.tryShutdown(() => resolve()))
+  serveParent({}, async () => void (await Promise.all([closeHttp(jsonRpc), closeHttp(rest), closeGrpc()])))
+  process.send?.({ ready: true, url: jsonRpc.url, rest: rest.url, grpc: grpcAddress })
 } catch (err) {
   reportStartFailure(err)
 }

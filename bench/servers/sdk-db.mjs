@@ -11,6 +11,7 @@ import { EchoExecutor } from "./sdk-echo.mjs"
 const [url, table] = process.argv.slice(2)
 
 /** The SDK's task table (its migration 0001_create_tasks on Postgres): the same columns, key and indexes. */
+/** @param {string} name */
 const sdkTaskTableSql = (name) => `
   CREATE TABLE IF NOT EXISTS "${name}" (
     tenant varchar(255) COLLATE "C" NOT NULL,
@@ -29,6 +30,7 @@ const sdkTaskTableSql = (name) => `
   CREATE INDEX IF NOT EXISTS "${name}_scope_updated_idx" ON "${name}" (tenant, owner, status_last_updated, id);
   CREATE INDEX IF NOT EXISTS "${name}_scope_context_updated_idx" ON "${name}" (tenant, owner, context_id, status_last_updated, id);`
 
+/** @type {Kysely<any> | undefined} */
 let db
 try {
   if (!url || !/^[a-z_][a-z0-9_]*$/.test(table ?? "")) throw new Error("usage: sdk-db.mjs <postgres URL> <table>")
@@ -40,8 +42,9 @@ try {
   reportStartFailure(err)
 }
 if (db) {
+  const opened = db
   await serveSdk(new EchoExecutor(), "echo agent for the benchmark, DatabaseTaskStore on Postgres", {
     taskStore: new DatabaseTaskStore(db, { tableName: table }),
-    close: () => db.destroy(),
+    close: () => opened.destroy(),
   })
 }

@@ -5,7 +5,14 @@ import { AgentEvent } from "@a2a-js/sdk/server"
 import { status, textPart } from "./sdk-app.mjs"
 
 /** Publishes the task, its answer as an artifact and the completed status, in one go. */
+/** @typedef {import("@a2a-js/sdk/server").AgentExecutor} AgentExecutor */
+
+/** @implements {AgentExecutor} */
 export class EchoExecutor {
+  /**
+   * @param {import("@a2a-js/sdk/server").RequestContext} ctx
+   * @param {import("@a2a-js/sdk/server").ExecutionEventBus} bus
+   */
   async execute(ctx, bus) {
     const { taskId, contextId, userMessage } = ctx
     const prompt = userMessage.parts.map((part) => (part.content?.$case === "text" ? part.content.value : "")).join("\n")

@@ -17,12 +17,20 @@ async function* model() {
   yield* chunks
 }
 
+/** @typedef {import("@a2a-js/sdk/server").AgentExecutor} AgentExecutor */
+
+/** @implements {AgentExecutor} */
 class StreamingExecutor {
+  /**
+   * @param {import("@a2a-js/sdk/server").RequestContext} ctx
+   * @param {import("@a2a-js/sdk/server").ExecutionEventBus} bus
+   */
   async execute(ctx, bus) {
     const { taskId, contextId, userMessage } = ctx
     bus.publish(AgentEvent.task({ id: taskId, contextId, status: status(TaskState.TASK_STATE_SUBMITTED), history: [userMessage], artifacts: [], metadata: undefined }))
     bus.publish(AgentEvent.statusUpdate({ taskId, contextId, status: status(TaskState.TASK_STATE_WORKING), metadata: undefined }))
     const artifactId = randomUUID()
+    /** @param {string} text @param {boolean} append @param {boolean} lastChunk */
     const chunk = (text, append, lastChunk) =>
       AgentEvent.artifactUpdate({
         taskId,

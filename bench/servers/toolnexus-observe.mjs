@@ -21,16 +21,19 @@ const [mode = "off", dist = path.join(here, "..", "..", "dist", "index.js")] = p
 try {
   const modes = ["off", "metrics", "traces", "on", "on10", "als", "bare"]
   if (!modes.includes(mode)) throw new Error(`toolnexus-observe.mjs: no mode ${mode} (${modes.join(", ")})`)
+  /** @type {import("@opentelemetry/sdk-trace-node").NodeTracerProvider | undefined} */
   let provider
   if (mode === "als") new AsyncLocalStorage().run(true, () => {})
   if (["traces", "on", "on10", "bare"].includes(mode)) {
     // Registered before the server starts, as OpenTelemetry asks: the server then observes its store too.
     const { NodeTracerProvider, BatchSpanProcessor, ParentBasedSampler, TraceIdRatioBasedSampler } = await import("@opentelemetry/sdk-trace-node")
+    /** @type {import("@opentelemetry/sdk-trace-node").SpanExporter} */
     const dropping = { export: (_spans, done) => done({ code: 0 }), shutdown: async () => {}, forceFlush: async () => {} }
     const sampler = mode === "on10" ? { sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(0.1) }) } : {}
     provider = new NodeTracerProvider({ spanProcessors: [new BatchSpanProcessor(dropping)], ...sampler })
     provider.register(mode === "bare" ? { contextManager: null } : undefined)
   }
+  /** @type {typeof import("../../dist/index.js")} */
   const { createLocalClient, serve } = await import(pathToFileURL(dist).href)
   const client = createLocalClient(({ messages }) => `echo: ${messages.at(-1)?.content ?? ""}`)
   const metrics = mode === "metrics" || mode === "on" || mode === "on10"
@@ -39,7 +42,7 @@ try {
     await served.stop()
     await provider?.shutdown()
   })
-  process.send({ ready: true, url: served.url, port: Number(new URL(served.url).port) })
+  process.send?.({ ready: true, url: served.url, port: Number(new URL(served.url).port) })
 } catch (err) {
   reportStartFailure(err)
 }

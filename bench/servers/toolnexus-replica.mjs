@@ -6,6 +6,7 @@ import { createLocalClient, serve } from "../../dist/index.js"
 import { reportStartFailure, serveParent } from "../child.mjs"
 
 const [store] = process.argv.slice(2)
+/** @type {Record<string, number>} */
 const aborts = {}
 const now = () => performance.timeOrigin + performance.now()
 
@@ -17,7 +18,7 @@ try {
     return new Promise((_, reject) => {
       const stop = () => {
         aborts[tag] = now()
-        reject(signal.reason ?? new Error("aborted"))
+        reject(signal?.reason ?? new Error("aborted"))
       }
       if (signal?.aborted) stop()
       else signal?.addEventListener("abort", stop, { once: true })
@@ -25,7 +26,7 @@ try {
   })
   const served = await serve("127.0.0.1:0", { client, logger: false, a2a: { name: "bench", store } })
   serveParent({ aborts: async () => ({ aborts }) }, () => served.stop())
-  process.send({ ready: true, url: served.url, port: Number(new URL(served.url).port) })
+  process.send?.({ ready: true, url: served.url, port: Number(new URL(served.url).port) })
 } catch (err) {
   reportStartFailure(err)
 }

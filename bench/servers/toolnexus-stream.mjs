@@ -11,7 +11,9 @@ import { streamChunks } from "../fixtures.mjs"
 const [mode = "chunks", arg = "200", optionsJson = "{}"] = process.argv.slice(2)
 
 /** What a waiting model waits for: resolved by `release`. */
-let release
+/** @type {() => void} */
+let release = () => {}
+/** @type {Promise<void>} */
 const released = new Promise((resolve) => (release = resolve))
 
 function clientFor() {
@@ -53,7 +55,7 @@ try {
       await served.stop()
     },
   )
-  process.send({ ready: true, url: served.url, port: Number(new URL(served.url).port) })
+  process.send?.({ ready: true, url: served.url, port: Number(new URL(served.url).port) })
 } catch (err) {
   reportStartFailure(err)
 }

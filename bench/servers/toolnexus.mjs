@@ -23,7 +23,7 @@ try {
     },
     () => served.stop(),
   )
-  process.send({ ready: true, url: served.url, port: Number(new URL(served.url).port), ...(bindings && (await servedBindings(served))) })
+  process.send?.({ ready: true, url: served.url, port: Number(new URL(served.url).port), ...(bindings && (await servedBindings(served))) })
 } catch (err) {
   reportStartFailure(err)
 }
@@ -31,10 +31,13 @@ try {
 /**
  * The 1.0 HTTP+JSON and gRPC interfaces the served card declares (the card lists every served interface). When
  * serve() did not start gRPC but the app has the plugin's gRPC binding, it is started here, as a plugin user does.
+ * @param {Awaited<ReturnType<typeof serve>>} served
  */
 async function servedBindings(served) {
   const res = await fetch(`${served.url}/.well-known/agent-card.json`, { headers: { "a2a-version": "1.0" } })
+  /** @type {{ supportedInterfaces?: { protocolBinding: string, protocolVersion: string, url: string }[] }} */
   const card = await res.json()
+  /** @param {string} binding */
   const declared = (binding) => card.supportedInterfaces?.find((i) => i.protocolBinding === binding && i.protocolVersion === "1.0")?.url
   const grpc = declared("GRPC") ?? (typeof served.grpc === "string" ? served.grpc : undefined) ?? (served.app.toolnexusGrpc ? await served.app.toolnexusGrpc.listen("127.0.0.1:0") : undefined)
   return { rest: declared("HTTP+JSON"), grpc }

@@ -19,6 +19,10 @@ export type Binding = keyof typeof RPC_SYSTEM
 const tracer: Tracer = trace.getTracer(TRACER_NAME)
 
 /** Runs `fn` with `span` active under `parent`, so what it starts nests under it; a span that can have no children (no SDK, no incoming trace) skips the context switch. */
+// We pick no context manager: context.with goes to whichever the user's SDK registered, the Node SDK's being an
+// AsyncLocalStorage one. On Node 20-22 entering it turns on promise hooks, so every later promise pays to carry the
+// context; Node 24 builds AsyncLocalStorage on AsyncContextFrame, and that per-promise tax goes (bench/README.md,
+// issue 29, has the measured difference).
 function within<T>(parent: Context, span: Span, fn: () => T): T {
   return trace.isSpanContextValid(span.spanContext()) ? context.with(trace.setSpan(parent, span), fn) : fn()
 }
