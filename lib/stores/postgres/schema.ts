@@ -1,4 +1,3 @@
-import type { PostgresTaskStoreOptions } from "./store.js"
 import type { PgPool } from "./pg-driver.js"
 import { pushSchemaSql, pushTables } from "./push.js"
 import { eventSchemaSql, eventTables } from "./events.js"
@@ -115,7 +114,8 @@ export function checkName(option: string, value: unknown): string {
 }
 
 /** The table names the options give, checked, with the defaults for those not given. */
-export function checkNames(opts: Pick<PostgresTaskStoreOptions, "table" | "leaseTable" | "eventTable">): TableNames {
+/** The table options of PostgresTaskStoreOptions (named here, not imported: store.ts imports this module). */
+export function checkNames(opts: { table?: string; leaseTable?: string; eventTable?: string }): TableNames {
   const table = opts.table === undefined ? "toolnexus_tasks" : checkName("opts.table", opts.table)
   const leaseTable = opts.leaseTable === undefined ? "toolnexus_leases" : checkName("opts.leaseTable", opts.leaseTable)
   if (table === leaseTable) throw new TypeError(`PostgresTaskStore: opts.leaseTable should differ from opts.table (both are "${table}")`)
