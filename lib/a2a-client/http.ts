@@ -1,4 +1,5 @@
 import { withTraceHeaders } from "../observe/propagation.js"
+import { readTextAtMost } from "../read-at-most.js"
 import { withoutPassword } from "../url-credentials.js"
 
 /**
@@ -51,7 +52,8 @@ export async function callJson(
   let at = url
   try {
     response = await fetchFollowingSameOrigin(method, url, opts, signal, (next) => (at = next))
-    text = await readAtMost(response, opts.maxBytes ?? MAX_ANSWER_BYTES)
+    const maxBytes = opts.maxBytes ?? MAX_ANSWER_BYTES
+    text = await readTextAtMost(response.body, maxBytes, () => new RemoteAgentError(`the answer is larger than ${maxBytes} bytes`))
   } catch (err) {
     const shown = withoutPassword(at)
     if (opts.signal?.aborted) throw opts.signal.reason
@@ -122,19 +124,4 @@ async function fetchFollowingSameOrigin(
     current = next.href
     onRedirect(current)
   }
-}
-
-/** The body as text, refusing (and dropping the connection of) one larger than `maxBytes`. */
-async function readAtMost(response: Response, maxBytes: number): Promise<string> {
-  const chunks: Uint8Array[] = []
-  let size = 0
-  if (response.body) {
-    for await (const chunk of response.body) {
-      size += chunk.byteLength
-      // Leaving the loop by a throw cancels the stream, and so the rest of the answer.
-      if (size > maxBytes) throw new RemoteAgentError(`the answer is larger than ${maxBytes} bytes`)
-      chunks.push(chunk)
-    }
-  }
-  return Buffer.concat(chunks).toString("utf8")
 }

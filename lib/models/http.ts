@@ -1,4 +1,5 @@
 import { withTraceHeaders } from "../observe/propagation.js"
+import { readTextAtMost } from "../read-at-most.js"
 import { credentialRedactor } from "../redact.js"
 import { parseRetryAfter } from "../retry-after.js"
 import type { JsonObject } from "../types.js"
@@ -217,7 +218,7 @@ async function sendOnce<T>(endpoint: Endpoint, payload: string, signal: AbortSig
       stream = { afterText: false }
       return await readStream(endpoint, response.body, streaming, stream, () => timer.refresh())
     }
-    const text = await readWhole(endpoint, response)
+    const text = await readTextAtMost(response.body, endpoint.limits.maxResponseBytes, () => tooLarge(endpoint))
     const retryAfterMs = parseRetryAfter(response.headers.get("retry-after"), Date.now())
     return { kind: "answer", status: response.status, statusText: response.statusText, text, ...(retryAfterMs !== undefined && { retryAfterMs }) }
   } catch (err) {
@@ -266,20 +267,6 @@ async function* touching(endpoint: Endpoint, body: AsyncIterable<Uint8Array>, to
     touch()
     yield chunk
   }
-}
-
-/** A whole answer as text, refused (and its connection dropped) past maxResponseBytes. */
-async function readWhole(endpoint: Endpoint, response: Response): Promise<string> {
-  if (response.body === null) return ""
-  const chunks: Uint8Array[] = []
-  let size = 0
-  // Leaving the loop by a throw cancels the body, and so the rest of the answer.
-  for await (const chunk of response.body) {
-    size += chunk.byteLength
-    if (size > endpoint.limits.maxResponseBytes) throw tooLarge(endpoint)
-    chunks.push(chunk)
-  }
-  return Buffer.concat(chunks).toString("utf8")
 }
 
 function tooLarge(endpoint: Endpoint): TurnLimitError {
