@@ -22,7 +22,7 @@ const expected: Record<string, RegExp> = {
   "fastify-plugin-auth": /^ok: the agent served inside the host's Fastify app, behind its tokens$/m,
   "postgres-replicas": /^ok: a Task created on one replica was read on the other$/m,
   "mcp-tools": /^ok: the MCP server's tool ran in the toolkit, from an mcp.json$/m,
-  "push-webhook": /^ok: the webhook received the Task's updates to completed$/m,
+  "push-webhook": /^ok: the webhook verified the Task's signed updates to completed, and refused a forged and a tampered one$/m,
   "agent-as-tool": /^ok: the translator agent answered as a tool$/m,
   "streaming-resume": /^ok: the stream was cut and resumed with Last-Event-ID$/m,
   "grpc-client": /^ok: the SDK's gRPC client sent and read a Task$/m,
