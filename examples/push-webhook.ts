@@ -81,7 +81,7 @@ const agent = await serve("127.0.0.1:0", {
 const agentKeys = createRemoteJWKSet(new URL(`${agent.url}/.well-known/jwks.json`))
 
 /** POSTs to the webhook as the agent would; its HTTP status and answer. */
-async function post(headers: http.IncomingHttpHeaders, body: Buffer, authorization: string): Promise<string> {
+async function post(headers: http.IncomingHttpHeaders, body: string, authorization: string): Promise<string> {
   const res = await fetch(hookUrl, {
     method: "POST",
     headers: { "content-type": "application/json", "idempotency-key": String(headers["idempotency-key"]), authorization },
@@ -121,12 +121,12 @@ try {
   const jwt = String(genuine.headers.authorization).slice("Bearer ".length)
   const otherKey = generateKeyPairSync("ed25519").privateKey
   const forged = await new SignJWT(decodeJwt(jwt)).setProtectedHeader(decodeProtectedHeader(jwt) as { alg: string }).sign(otherKey)
-  const forgedAnswer = await post(genuine.headers, genuine.raw, `Bearer ${forged}`)
+  const forgedAnswer = await post(genuine.headers, genuine.raw.toString("utf8"), `Bearer ${forged}`)
   console.log(`a forged signature: ${forgedAnswer}`)
   assert.match(forgedAnswer, /^401 /)
 
   // A tampered notification: the agent's genuine JWT on a changed body. Refused, as its hash no longer matches.
-  const tampered = Buffer.from(genuine.raw.toString("utf8").replaceAll(result.task.id, "someone-elses-task"))
+  const tampered = genuine.raw.toString("utf8").replaceAll(result.task.id, "someone-elses-task")
   const tamperedAnswer = await post(genuine.headers, tampered, String(genuine.headers.authorization))
   console.log(`a genuine JWT on a changed body: ${tamperedAnswer}`)
   assert.equal(tamperedAnswer, "401 the body is not the one that was signed")
