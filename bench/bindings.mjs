@@ -14,9 +14,26 @@ import { grpcAnswerBytes, grpcCall, grpcLoad } from "./grpc-load.mjs"
 import { getTaskBody, load, restSendAndComplete, restSendMessageBody, sendAndComplete, sendMessageBody } from "./load.mjs"
 import { median } from "./stats.mjs"
 
+/**
+ * @typedef {import("./child.mjs").ChildProcess} ChildProcess
+ * @typedef {import("./child.mjs").ChildMessage} ChildMessage
+ * @typedef {import("./rounds.mjs").LoadSettings & { grpcChannels: number }} BindingSettings the knobs this phase reads
+ * @typedef {import("./load.mjs").LoadResult & { firstFailure?: string }} BindingLoad one load run over a binding
+ * @typedef {BindingLoad & { cpuUsPerRequest: number }} BindingRun a load run with the server's CPU per request
+ * @typedef {{ rps: number, p50: number, p99: number, cpuUsPerRequest: number, clientCpuUsPerRequest: number, bad: number }} BindingMedian
+ * @typedef {{ key: string, label: string, script: string, args: string[], fixedAnswers?: boolean }} Side
+ * @typedef {Side & { child: ChildProcess, info: ChildMessage, endpoints: Record<string, string> }} RunningSide a side started, with the endpoint of each binding it serves
+ * @typedef {{
+ *   endpoint: (info: ChildMessage) => string | undefined,
+ *   seed: (endpoint: string) => Promise<string>,
+ *   load: (endpoint: string, scenario: string, taskId: string, seconds: number, settings: BindingSettings) => Promise<BindingLoad>,
+ * }} BindingCalls how a binding is called: its endpoint in a server's info, a completed Task made over it, a load run
+ */
+
 export const BINDINGS = ["JSON-RPC", "HTTP+JSON", "gRPC"]
 export const SCENARIOS = ["GetTask", "SendMessage"]
 // In this order in odd rounds (ours next to the ceilings, as in the HTTP phase), reversed in even ones.
+/** @type {Side[]} */
 export const SIDES = [
   { key: "ours", label: "toolnexus serve(), memory store (logger: false)", script: "toolnexus.mjs", args: ["memory", "off", "bindings"] },
   // gRPC only: fixed answers, so it has no Task to make; it answers with the bytes ours (or the SDK) answered.
@@ -25,7 +42,10 @@ export const SIDES = [
   { key: "sdk", label: "@a2a-js/sdk 1.3: Express (JSON-RPC, REST) and grpc-js (gRPC), InMemoryTaskStore", script: "sdk-bindings.mjs", args: [] },
 ]
 
-/** How a binding is called: a completed Task made over it, and a load run of a scenario against it. */
+/**
+ * How a binding is called: a completed Task made over it, and a load run of a scenario against it.
+ * @type {Record<string, BindingCalls>}
+ */
 const CALLS = {
   "JSON-RPC": {
     endpoint: (info) => info.url,
@@ -62,33 +82,37 @@ const CALLS = {
 /**
  * Starts both sides, finds which bindings each serves (a completed Task made over it), then per round: for each
  * binding and scenario, ours and the SDK back to back (ours first in odd rounds); medians over rounds.
+ * @param {{ settings: BindingSettings, here: string, log: (line: string) => void }} opts
  */
 export async function bindingRounds({ settings, here, log }) {
+  /** @type {RunningSide[]} */
   const running = []
   try {
     for (const side of SIDES) {
       const { child, info } = await startChild(path.join(here, "servers", side.script), side.args)
-      running.push({ ...side, child, info })
+      running.push({ ...side, child, info, endpoints: {} })
     }
     // Which bindings each side serves: an endpoint, and a blocking SendMessage over it answered with a completed Task.
+    /** @type {Record<string, string[]>} */
     const served = {}
+    /** @type {Record<string, Record<string, string>>} */
     const notServed = {}
     for (const side of running) {
-      side.endpoints = {}
       if (side.fixedAnswers) continue
       for (const binding of BINDINGS) {
         const endpoint = CALLS[binding].endpoint(side.info)
+        /** @type {string | undefined} */
         let reason
         if (endpoint === undefined) reason = "no endpoint (the card declares none and serve() gave none)"
         else {
           try {
             await CALLS[binding].seed(endpoint)
           } catch (err) {
-            reason = String(err?.message ?? err).split("\n")[0].slice(0, 300)
+            reason = String(/** @type {{ message?: unknown } | undefined} */ (err)?.message ?? err).split("\n")[0].slice(0, 300)
           }
         }
-        if (reason === undefined) side.endpoints[binding] = endpoint
-        else (notServed[side.key] ??= {})[binding] = reason
+        if (reason === undefined && endpoint !== undefined) side.endpoints[binding] = endpoint
+        else (notServed[side.key] ??= {})[binding] = reason ?? "no endpoint"
       }
       served[side.key] = Object.keys(side.endpoints)
       log(
@@ -102,6 +126,7 @@ export async function bindingRounds({ settings, here, log }) {
 
     // A completed Task per side and binding for GetTask, made over that binding before every round: the SendMessage
     // rounds add enough Tasks that a bounded store (ours keeps 100k) drops the oldest.
+    /** @type {Record<string, Record<string, string>>} */
     const seeded = {}
     const seed = async () => {
       for (const side of running) {
@@ -111,8 +136,13 @@ export async function bindingRounds({ settings, here, log }) {
     }
     await seed()
     // The ceiling answers what ours answered over gRPC (the SDK's answers when ours does not serve gRPC).
-    const [ours, sdk] = ["ours", "sdk"].map((key) => running.find((side) => side.key === key))
+    const [ours, sdk] = ["ours", "sdk"].map((key) => {
+      const side = running.find((candidate) => candidate.key === key)
+      if (side === undefined) throw new Error(`bindings: no side ${key}`)
+      return side
+    })
     const source = ours.endpoints.gRPC ? ours : sdk
+    /** @param {string} name @param {string} [arg] */
     const answer = async (name, arg) => (await grpcAnswerBytes(source.endpoints.gRPC, name, arg)).toString("base64")
     const payload = { GetTask: await answer("GetTask", seeded[source.key].gRPC), SendMessage: await answer("SendMessage") }
     for (const fixed of running.filter((side) => side.fixedAnswers)) {
@@ -123,12 +153,14 @@ export async function bindingRounds({ settings, here, log }) {
       seeded[fixed.key] = { gRPC: "any" }
       log(`bindings: ${fixed.key} serves gRPC ${fixed.info.grpc}, answering ${source.key}'s answers`)
     }
+    /** @param {RunningSide} side @param {string} binding @param {string} scenario @param {number} seconds */
     const runOnce = (side, binding, scenario, seconds) =>
       withChildCpu(side.child, () => CALLS[binding].load(side.endpoints[binding], scenario, seeded[side.key][binding], seconds, settings))
 
     log("bindings: warming up (1 s per server, binding and scenario)")
     for (const binding of BINDINGS) for (const scenario of SCENARIOS) for (const side of running) if (side.endpoints[binding]) await runOnce(side, binding, scenario, 1)
 
+    /** @type {Record<string, Record<string, Record<string, BindingRun[]>>>} samples[binding][scenario][side.key] */
     const samples = {}
     for (let round = 1; round <= settings.rounds; round++) {
       await seed()
@@ -147,6 +179,7 @@ export async function bindingRounds({ settings, here, log }) {
         }
       }
     }
+    /** @type {Record<string, Record<string, Record<string, BindingMedian>>>} */
     const medians = {}
     for (const [binding, scenarios] of Object.entries(samples)) {
       for (const [scenario, sides] of Object.entries(scenarios)) {

@@ -5,13 +5,67 @@ import os from "node:os"
 import path from "node:path"
 import { median } from "./stats.mjs"
 
-const fixed = (value, digits = 0) => (Number.isFinite(value) ? value.toFixed(digits) : "n/a")
-const ratio = (a, b) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? a / b : NaN)
-const times = (value) => (Number.isFinite(value) ? `${value.toFixed(2)}×` : "n/a")
+/**
+ * The results as this module reads them: this run's, or the baseline run's read back from baseline.json (made by an
+ * earlier version of the bench: a phase added since may be absent, which the sections check).
+ *
+ * @typedef {{ rps: number, p50: number, p99: number, cpuUsPerRequest: number, bad: number, clientCpuUsPerRequest?: number }} Run
+ *   one load run of a side on a scenario; in medians, the medians of those (bad: summed)
+ * @typedef {Record<string, Record<string, Run[]>>} Samples runs[scenario][side.key], in round order
+ * @typedef {Record<string, Record<string, Run>>} Medians medians[scenario][side.key]
+ * @typedef {{ key: string, label: string }} Labelled
+ * @typedef {{ name: string, percent: number }} Share
+ * @typedef {{ busyMs: number, idleMs: number, windowed: boolean, groups: Share[], categories: Share[], self: Share[] }} Profile
+ * @typedef {{ servers: Labelled[], answerBytes: number, samples: Samples, medians: Medians }} HttpPhase
+ * @typedef {{ sides: Labelled[], notServed?: Record<string, Record<string, string>>, grpcChannels: number, samples: Record<string, Samples>, medians: Record<string, Medians> }} BindingsPhase
+ * @typedef {{ sides: Labelled[], skipped?: Record<string, string>, samples: Samples, medians: Medians }} SidesPhase the shared and observe phases
+ * @typedef {{ store: string, scenario: string, peakRps: number, rate: number, rps: number, p50Ms: number, p99Ms: number, p999Ms: number, maxMs: number, cpuUsPerRequest: number, bad: number }} SteadyRow
+ * @typedef {{ rows: SteadyRow[], skipped?: Record<string, string> }} SteadyPhase
+ * @typedef {{ rpsOne: number, rpsTwo: number, byRate: number, cpuOne: number, cpuTwo: number, bad: number }} ReplicaFactor
+ * @typedef {{ factor?: Record<string, ReplicaFactor>, cancel: { count: number, p50Ms: number, p99Ms: number, maxMs: number, refused?: number }, skipped?: { postgres?: string } }} ReplicasPhase
+ * @typedef {{ kind: string, error?: string, count: number, perContext: number, pageSize: number, rounds: number, seedSeconds: number, firstListMs: number, contextPage1Ms: number, contextPage3Ms: number, allPage1Ms: number, allPage2Ms: number }} StoreListRow
+ * @typedef {{ perSecond: number, cpu: number }} PushRound
+ * @typedef {{
+ *   perRound?: Record<string, PushRound[]>, memoryPerSecond: number, filePerSecond?: number, sdkPerSecond: number,
+ *   memoryCpuUs: number, fileCpuUs?: number, sdkCpuUs: number, latencyP50Ms: number, latencyP99Ms: number,
+ *   rounds: number, tasks: number, events: number, samples: number, [figure: string]: unknown,
+ * }} PushPhase
+ * @typedef {{ samples: number, p50Ms: number, p90Ms: number, p99Ms: number, maxMs: number, modelFirstTokenP50Ms: number, peerFirstTokenP50Ms: number }} Ttft
+ * @typedef {{ eventsPerSecond: number, cpuUsPerEvent: number, streamP50Ms: number, streamP99Ms?: number, bad: number }} StreamRow
+ * @typedef {{ frames: number, kinds: { kind: string, count: number }[] }} StreamCheck
+ * @typedef {{
+ *   ttft: Ttft & { warmup: number, blocks: number, firstTokenDelayMs: number, modelChunks: number }, ttftBare: Ttft,
+ *   ttftAlone?: Ttft & { gapMs: number }, ttftAloneBare: Ttft, ours: StreamRow, sdk: StreamRow, equivalent: boolean,
+ *   rounds: Record<string, StreamRow[]>, checks: Record<string, StreamCheck>,
+ *   idle: { streams: number, completed: number, heapPerStream: number, rssPerStream: number, heapPerTask: number },
+ *   profile: Profile & { run: { eventsPerSecond: number, streams: number, bad: number } },
+ * }} StreamingPhase
+ * @typedef {{
+ *   settings: Settings, startedAt: string, commit: string, wallSeconds?: number,
+ *   loadAverage: { start: number, end?: number }, machine?: ReturnType<typeof machine>,
+ *   http: HttpPhase, fileStore: { samples: Record<string, number[]>, medians: Record<string, number> },
+ *   memory: { count: number, oursBytes: number, sdkBytes: number, taskJsonBytes: number, textBytes: number },
+ *   growth: { rows: { size: number, writeSeconds: number, rps: number, p50: number, p99: number, cpuUsPerRequest: number, bad: number }[], emptyStartMs: number, fullStartMs: number, fullStartError?: string, fullSize: number },
+ *   fileList: { count: number, perContext: number, rounds: number, firstListMs: number, heapPerTask: number, contextMs: number, pageMs: number, afterOwnSaveMs: number, afterPeerSaveMs: number },
+ *   profiles: Record<string, Profile & { run: Run }>,
+ *   bindings?: BindingsPhase, shared?: SidesPhase, observe?: SidesPhase, steady?: SteadyPhase, replicas?: ReplicasPhase,
+ *   storeList?: { rows: StoreListRow[] }, push?: PushPhase, streaming?: StreamingPhase,
+ * }} BenchResults
+ * @typedef {{
+ *   seconds: number, rounds: number, connections: number, pipelining: number, steadySeconds: number, growthSeconds: number,
+ *   fileSeconds: number, fileRounds: number, streamChunks: number, streamConnections: number, [knob: string]: unknown,
+ * }} Settings the run's knobs, as run.mjs's settings
+ * @typedef {{ name: string, value: number, byCpu?: number, target: number, clean?: boolean, notServed?: boolean }} TargetRow
+ */
+
+const fixed = (/** @type {number | undefined} */ value, digits = 0) => (value !== undefined && Number.isFinite(value) ? value.toFixed(digits) : "n/a")
+const ratio = (/** @type {number} */ a, /** @type {number} */ b) => (Number.isFinite(a) && Number.isFinite(b) && b > 0 ? a / b : NaN)
+const times = (/** @type {number | undefined} */ value) => (value !== undefined && Number.isFinite(value) ? `${value.toFixed(2)}×` : "n/a")
 
 /** The commit the run measures (call it before building and measuring: others may commit meanwhile). */
+/** @param {string} root */
 export function codeVersion(root) {
-  const git = (...args) => execFileSync("git", ["-C", root, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim()
+  const git = (/** @type {string[]} */ ...args) => execFileSync("git", ["-C", root, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim()
   try {
     // "-dirty" when code differs from the commit; the bench's own output files do not count.
     const changed = git("status", "--porcelain", "--", ".", ":!bench/results.md", ":!bench/results.json", ":!bench/baseline.json")
@@ -21,6 +75,7 @@ export function codeVersion(root) {
   }
 }
 
+/** @param {string} root @param {string} [commit] */
 function machine(root, commit = codeVersion(root)) {
   const cpus = os.cpus()
   return {
@@ -35,6 +90,7 @@ function machine(root, commit = codeVersion(root)) {
 }
 
 /** The type of the file system holding `dir`, from /proc/mounts (Linux); "unknown" elsewhere. */
+/** @param {string} dir */
 function fileSystemOf(dir) {
   try {
     const real = fs.realpathSync(dir)
@@ -50,6 +106,7 @@ function fileSystemOf(dir) {
  * The median over rounds of the per-round ratio: the two runs of one round are seconds apart, so
  * a machine whose load drifts over the run skews this less than a ratio of medians.
  */
+/** @param {number[]} ours @param {number[]} theirs */
 function roundRatio(ours, theirs) {
   return median(ours.map((value, i) => ratio(value, theirs[i])))
 }
@@ -58,9 +115,10 @@ function roundRatio(ours, theirs) {
  * A push row: ours over the SDK's notifications per second, and by CPU per notification (theirs/ours), each the median
  * of per-round ratios; a run from before per-round figures were kept gives the ratio of medians and no CPU figure.
  */
+/** @param {PushPhase} push @param {"memory" | "file"} side @returns {{ value: number, byCpu?: number }} */
 function pushRatio(push, side) {
   const rounds = push.perRound
-  if (rounds === undefined) return { value: ratio(push[`${side}PerSecond`], push.sdkPerSecond) }
+  if (rounds === undefined) return { value: ratio(/** @type {number} */ (push[`${side}PerSecond`]), push.sdkPerSecond) }
   return {
     value: roundRatio(rounds[side].map((row) => row.perSecond), rounds.sdk.map((row) => row.perSecond)),
     byCpu: roundRatio(rounds.sdk.map((row) => row.cpu), rounds[side].map((row) => row.cpu)),
@@ -68,18 +126,24 @@ function pushRatio(push, side) {
 }
 
 /** The ratios the issue sets targets for, each with its target and whether it is met. */
+/** @param {BenchResults} results */
 export function targets(results) {
+  /** @param {string} scenario @param {string} key */
   const rps = (scenario, key) => results.http.samples[scenario][key].map((r) => r.rps)
   const file = results.fileStore.samples
   const growth = results.growth.rows
   const first = growth[0]
-  const last = growth.at(-1)
+  const last = growth[growth.length - 1]
   // The same comparison by server CPU per request (theirs/ours: how many of our requests fit in the CPU of one of theirs).
+  /** @param {string} scenario @param {string} key */
   const cpu = (scenario, key) => results.http.samples[scenario][key].map((r) => r.cpuUsPerRequest)
+  /** @param {string} scenario @param {string} theirs */
   const byCpu = (scenario, theirs) => roundRatio(cpu(scenario, theirs), cpu(scenario, "A"))
   // A comparison counts only when every answer of both servers was right.
+  /** @param {string} scenario @param {string} theirs */
   const clean = (scenario, theirs) => results.http.medians[scenario].A.bad === 0 && results.http.medians[scenario][theirs].bad === 0
-  return [
+  /** @type {TargetRow[]} */
+  const rows = [
     { name: "GetTask ours/SDK (A/C)", value: roundRatio(rps("GetTask", "A"), rps("GetTask", "C")), byCpu: byCpu("GetTask", "C"), target: 5, clean: clean("GetTask", "C") },
     { name: "GetTask ours/bare Fastify (A/D)", value: roundRatio(rps("GetTask", "A"), rps("GetTask", "D")), byCpu: byCpu("GetTask", "D"), target: 0.8, clean: clean("GetTask", "D") },
     { name: "SendMessage→completed ours/SDK (A/C)", value: roundRatio(rps("SendMessage", "A"), rps("SendMessage", "C")), byCpu: byCpu("SendMessage", "C"), target: 3, clean: clean("SendMessage", "C") },
@@ -101,15 +165,20 @@ export function targets(results) {
     ...(results.shared ? sharedTargets(results.shared) : []),
     ...(results.storeList ? storeListTargets(results.storeList) : []),
     ...(results.observe ? observeTargets(results.observe) : []),
-  ].map((row) => ({ ...row, met: row.value >= row.target && row.clean !== false && !row.notServed }))
+  ]
+  return rows.map((row) => ({ ...row, met: row.value >= row.target && row.clean !== false && !row.notServed }))
 }
 
 /** The binding a bindings-phase row names, as the report writes it. */
+/** @type {Record<string, string>} */
 const BINDING_NAMES = { "JSON-RPC": "JSON-RPC", "HTTP+JSON": "HTTP+JSON (REST)", gRPC: "gRPC" }
+/** @type {Record<string, string>} */
 const SCENARIO_NAMES = { GetTask: "GetTask", SendMessage: "SendMessage→completed" }
 
 /** Issue 14's rows: GetTask and SendMessage→completed over REST and over gRPC, ours against the SDK's server of that binding. */
+/** @param {BindingsPhase} bindings */
 function bindingTargets(bindings) {
+  /** @type {TargetRow[]} */
   const rows = []
   for (const binding of ["HTTP+JSON", "gRPC"]) {
     for (const scenario of ["GetTask", "SendMessage"]) {
@@ -132,6 +201,7 @@ function bindingTargets(bindings) {
 }
 
 /** Issue 15's rows: server A with metrics on and the Node SDK registered (every span sampled) against both off. */
+/** @param {SidesPhase} observe */
 function observeTargets(observe) {
   return ["GetTask", "SendMessage"].map((scenario) => {
     const runs = observe.samples[scenario]
@@ -146,6 +216,7 @@ function observeTargets(observe) {
 }
 
 /** Issue 17's rows: ours on Postgres against the SDK's DatabaseTaskStore on the same database. */
+/** @param {SidesPhase} shared */
 function sharedTargets(shared) {
   return ["GetTask", "SendMessage"].map((scenario) => {
     const name = `${SCENARIO_NAMES[scenario]} on Postgres ours/SDK DatabaseTaskStore`
@@ -162,6 +233,7 @@ function sharedTargets(shared) {
 }
 
 /** Issue 17's listing target: a context's page on Postgres at 100k Tasks, 20 ms over the slower of its two pages' p50. */
+/** @param {{ rows: StoreListRow[] }} storeList */
 function storeListTargets(storeList) {
   const row = storeList.rows.find((r) => r.kind === "postgres")
   const name = "ListTasks context page, Postgres, 20 ms / p50"
@@ -170,19 +242,23 @@ function storeListTargets(storeList) {
 }
 
 /** One stdout line: the shared stores' medians. */
+/** @param {SidesPhase} shared */
 function sharedSummary(shared) {
   const parts = ["GetTask", "SendMessage"].map((scenario) => {
     const m = shared.medians[scenario] ?? {}
     return `${scenario} ${Object.entries(m).map(([key, row]) => `${key} ${fixed(row.rps)} (${fixed(row.cpuUsPerRequest)} µs CPU)`).join(", ")}`
   })
-  return `  shared stores: ${parts.join("; ")}${Object.keys(shared.skipped ?? {}).length ? `; not run: ${Object.keys(shared.skipped).join(", ")}` : ""}`
+  return `  shared stores: ${parts.join("; ")}${Object.keys(shared.skipped ?? {}).length ? `; not run: ${Object.keys(shared.skipped ?? {}).join(", ")}` : ""}`
 }
 
+/** @param {SidesPhase} shared @param {Settings} settings */
 function sharedSection(shared, settings) {
   const labels = Object.fromEntries(shared.sides.map((side) => [side.key, side.label]))
   const rows = []
   const ratios = []
+  /** @param {Run[]} a @param {Run[]} b */
   const byRate = (a, b) => times(roundRatio(a.map((r) => r.rps), b.map((r) => r.rps)))
+  /** @param {Run[]} a @param {Run[]} b */
   const byCpu = (a, b) => times(roundRatio(b.map((r) => r.cpuUsPerRequest), a.map((r) => r.cpuUsPerRequest)))
   for (const scenario of ["GetTask", "SendMessage"]) {
     const runs = shared.samples[scenario] ?? {}
@@ -211,6 +287,7 @@ child's per answer (the database's own CPU is not in it: it runs on the same 2 C
 `
 }
 
+/** @param {SteadyPhase} steady @param {Settings} settings */
 function steadySection(steady, settings) {
   const rows = steady.rows.map((r) => [r.store, SCENARIO_NAMES[r.scenario], fixed(r.peakRps), String(r.rate), fixed(r.rps), fixed(r.p50Ms, 2), fixed(r.p99Ms, 2), fixed(r.p999Ms, 2), fixed(r.maxMs, 1), fixed(r.cpuUsPerRequest), String(r.bad)])
   const skipped = Object.entries(steady.skipped ?? {}).map(([service, why]) => `${service} did not answer (${why}): its rows are not here.`)
@@ -226,10 +303,12 @@ whole milliseconds).
 `
 }
 
+/** @param {ReplicasPhase} replicas @param {Settings} settings */
 function replicasSection(replicas, settings) {
   if (!replicas.factor) return `## Two replicas on one Postgres (issue 17)\n\nNot run: postgres did not answer (${replicas.skipped?.postgres}).\n\n`
+  const { factor } = replicas
   const rows = ["GetTask", "SendMessage"].map((scenario) => {
-    const f = replicas.factor[scenario]
+    const f = factor[scenario]
     return [SCENARIO_NAMES[scenario], fixed(f.rpsOne), fixed(f.rpsTwo), times(f.byRate), fixed(f.cpuOne), fixed(f.cpuTwo), String(f.bad)]
   })
   const c = replicas.cancel
@@ -249,8 +328,9 @@ replicas and the load generator share the machine's CPUs.
 `
 }
 
+/** @param {{ rows: StoreListRow[] }} storeList */
 function storeListSection(storeList) {
-  const ms = (value) => (Number.isFinite(value) ? fixed(value, 2) : "")
+  const ms = (/** @type {number} */ value) => (Number.isFinite(value) ? fixed(value, 2) : "")
   const rows = storeList.rows.map((r) =>
     r.error ? [r.kind, "", `failed: ${r.error.replaceAll("|", "\\|")}`, "", "", "", "", ""] : [r.kind, String(r.count), ms(r.contextPage1Ms), ms(r.contextPage3Ms), ms(r.allPage1Ms), ms(r.allPage2Ms), fixed(r.firstListMs), fixed(r.seedSeconds, 1)],
   )
@@ -268,9 +348,10 @@ a first call timed apart (the file store builds its index then). The NATS store 
 }
 
 /** Whether a target's row is met, for the tables: ours not serving the binding, or bad answers, say so. */
-const metText = (row, markdown) => (row.met ? "yes" : row.notServed ? (markdown ? "**no: ours not served**" : "NOT SERVED") : row.clean === false ? (markdown ? "**no: bad answers**" : "BAD") : markdown ? "**no**" : "NO")
+const metText = (/** @type {TargetRow & { met: boolean }} */ row, /** @type {boolean} */ markdown) => (row.met ? "yes" : row.notServed ? (markdown ? "**no: ours not served**" : "NOT SERVED") : row.clean === false ? (markdown ? "**no: bad answers**" : "BAD") : markdown ? "**no**" : "NO")
 
 /** Issue 13's rows: the first token's added delay (lower is better, stated as 2 ms over the p50) and events/s against the SDK. */
+/** @param {StreamingPhase} streaming */
 function streamingTargets(streaming) {
   const { rounds } = streaming
   return [
@@ -287,6 +368,7 @@ function streamingTargets(streaming) {
 }
 
 /** A profile's tables: hot-spot groups, self time by where the code lives, top functions. */
+/** @param {Profile} p */
 function profileTables(p) {
   return [
     "Hot spots (share of busy CPU of the samples with that code anywhere on the stack; they overlap):",
@@ -303,12 +385,14 @@ function profileTables(p) {
   ].join("\n")
 }
 
+/** @param {StreamingPhase} streaming @param {Settings} settings */
 function streamingSection(streaming, settings) {
   const { ttft, ttftBare, ttftAlone, ttftAloneBare, ours, sdk, rounds, idle, profile, checks } = streaming
   // Runs from before the first-token-alone variant have no such columns.
   const alone = ttftAlone !== undefined
+  /** @param {string} name @param {"p50Ms" | "p90Ms" | "p99Ms" | "maxMs"} field @param {number} digits */
   const ttftRow = (name, field, digits) => [name, ...[ttft, ttftBare, ...(alone ? [ttftAlone, ttftAloneBare] : [])].map((t) => fixed(t[field], digits))]
-  const perRound = (side) => rounds[side].map((r) => fixed(r.eventsPerSecond)).join(" / ")
+  const perRound = (/** @type {string} */ side) => rounds[side].map((r) => fixed(r.eventsPerSecond)).join(" / ")
   const kinds = checks.ours.kinds.map((k) => `${k.count} ${k.kind}`).join(", ")
   return `## Token streaming (issue 13)
 
@@ -378,6 +462,7 @@ released: ${idle.completed} of ${idle.streams} streams were read to completed.
 `
 }
 
+/** @param {PushPhase} push */
 function pushSection(push) {
   return `## Push notifications to a local receiver
 
@@ -401,24 +486,28 @@ p50 ${fixed(push.latencyP50Ms, 2)} ms, p99 ${fixed(push.latencyP99Ms, 2)} ms.
 }
 
 /** One stdout line: each binding's medians, ours and the SDK's. */
+/** @param {BindingsPhase} bindings */
 function bindingsSummary(bindings) {
   const parts = []
   for (const binding of ["JSON-RPC", "HTTP+JSON", "gRPC"]) {
     for (const scenario of ["GetTask", "SendMessage"]) {
       const m = bindings.medians[binding]?.[scenario]
-      const side = (key) => (m?.[key] ? `${fixed(m[key].rps)} (${fixed(m[key].cpuUsPerRequest)} µs CPU)` : "not served")
+      const side = (/** @type {string} */ key) => (m?.[key] ? `${fixed(m[key].rps)} (${fixed(m[key].cpuUsPerRequest)} µs CPU)` : "not served")
       parts.push(`${binding} ${scenario} ours ${side("ours")}, SDK ${side("sdk")}`)
     }
   }
   return `  bindings: ${parts.join("; ")}`
 }
 
+/** @param {BindingsPhase} bindings @param {Settings} settings */
 function bindingsSection(bindings, settings) {
   const sides = Object.fromEntries(bindings.sides.map((side) => [side.key, side.label]))
   const rows = []
   const ratios = []
   // Median of per-round ratios: by rate (a over b), and by server CPU per request (b's over a's).
+  /** @param {Run[]} a @param {Run[]} b */
   const byRate = (a, b) => times(roundRatio(a.map((r) => r.rps), b.map((r) => r.rps)))
+  /** @param {Run[]} a @param {Run[]} b */
   const byCpu = (a, b) => times(roundRatio(b.map((r) => r.cpuUsPerRequest), a.map((r) => r.cpuUsPerRequest)))
   for (const binding of ["JSON-RPC", "HTTP+JSON", "gRPC"]) {
     for (const scenario of ["GetTask", "SendMessage"]) {
@@ -479,11 +568,14 @@ and the req/s ratios tend to 1: the CPU column then says more.
 `
 }
 
+/** @param {string[]} header @param {string[][]} rows */
 function markdownTable(header, rows) {
   return [`| ${header.join(" | ")} |`, `|${header.map(() => "---").join("|")}|`, ...rows.map((row) => `| ${row.join(" | ")} |`)].join("\n")
 }
 
+/** @param {BenchResults} results */
 function httpTable(results) {
+  /** @type {string[][]} */
   const rows = []
   for (const scenario of ["GetTask", "SendMessage"]) {
     const medians = results.http.medians[scenario]
@@ -496,6 +588,7 @@ function httpTable(results) {
   return markdownTable(["scenario", "server", "req/s (median)", "p50 ms", "p99 ms", "server CPU µs/req", "req/s per round", "bad answers"], rows)
 }
 
+/** @param {BenchResults} results @param {BenchResults | undefined} baseline @returns {(name: string) => string} */
 function baselineColumn(results, baseline) {
   if (!baseline) return () => "—"
   const rows = new Map(targets(baseline).map((row) => [row.name, row.value]))
@@ -503,18 +596,21 @@ function baselineColumn(results, baseline) {
 }
 
 /** Our server's own figures against the baseline run's: CPU per request moves little with the machine's load, req/s a lot. */
+/** @param {BenchResults} results @param {BenchResults | undefined} baseline */
 function beforeAfter(results, baseline) {
   if (!baseline) return ""
   const MiB = 2 ** 20
   // "lower" figures improve as they fall (CPU, memory), "higher" as they rise (req/s).
+  /** @param {string} name @param {number} before @param {number} after @param {"lower" | "higher"} better @param {string} [unit] */
   const row = (name, before, after, better, unit = "") => {
     const factor = Math.max(ratio(before, after), ratio(after, before))
     const fell = after < before
     const improved = better === "lower" ? fell : !fell
     return [name, `${fixed(before)}${unit}`, `${fixed(after)}${unit}`, `${times(factor)} ${fell ? "less" : "more"}${improved ? "" : " (worse)"}`]
   }
+  /** @param {BenchResults} r @param {string} scenario @param {"rps" | "cpuUsPerRequest"} field */
   const a = (r, scenario, field) => r.http.medians[scenario].A[field]
-  const now = results.machine.cpu
+  const now = results.machine?.cpu
   const otherCpu = baseline.machine?.cpu && baseline.machine.cpu !== now ? `${baseline.machine.cpu} then, ${now} now` : undefined
   return `## Before and after: baseline (${baseline.startedAt.slice(0, 16)}, ${baseline.machine?.commit ?? "?"}) against this run
 
@@ -533,14 +629,21 @@ table, each taken within one run, are the fairer comparison.
 }
 
 /** Something besides the bench kept the machine busy: load before it started, or more at its end than the bench makes. */
+/** @param {BenchResults} results @param {number} nproc */
 function busyMachine(results, nproc) {
-  return results.loadAverage.start > 1 || results.loadAverage.end > Math.min(nproc, 2) + 1
+  return results.loadAverage.start > 1 || /** @type {number} */ (results.loadAverage.end) > Math.min(nproc, 2) + 1
 }
 
+/**
+ * Writes bench/results.md and bench/results.json (and baseline.json on the first run); returns the summary printed.
+ * @param {BenchResults} results
+ * @param {{ root: string, here: string }} where
+ */
 export async function writeReport(results, { root, here }) {
   results.machine = machine(root, results.commit)
   const jsonPath = path.join(here, "results.json")
   const baselinePath = path.join(here, "baseline.json")
+  /** @type {BenchResults | undefined} */
   let baseline
   if (fs.existsSync(baselinePath)) baseline = JSON.parse(fs.readFileSync(baselinePath, "utf8"))
   const rows = targets(results)
@@ -550,6 +653,7 @@ export async function writeReport(results, { root, here }) {
   const send = http.medians.SendMessage
   const f = fileStore.medians
   const MiB = 2 ** 20
+  /** @param {string} scenario @param {string} key */
   const rps = (scenario, key) => http.samples[scenario][key].map((r) => r.rps)
   const extra = {
     logging: roundRatio(rps("GetTask", "A+log"), rps("GetTask", "A")),
@@ -592,7 +696,7 @@ export async function writeReport(results, { root, here }) {
   ].join("\n")
 
   const m = results.machine
-  const hot = (scenario) => {
+  const hot = (/** @type {string} */ scenario) => {
     const p = profiles[scenario]
     return [
       `Server A (memory store, logger: false) under ${scenario} load: ${fixed(p.run.rps)} req/s while profiled; ${fixed(p.busyMs)} ms busy CPU and ${fixed(p.idleMs)} ms idle in the ${p.windowed ? "measured window (start-up and warm-up left out)" : "whole process (the window mark fell outside the profile)"}.`,

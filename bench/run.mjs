@@ -27,6 +27,19 @@ import { median, percentile } from "./stats.mjs"
 import { alternatingRounds, mediansOf } from "./rounds.mjs"
 import { FileTaskStore } from "../dist/index.js"
 
+/**
+ * @typedef {import("./child.mjs").ChildProcess} ChildProcess
+ * @typedef {import("./child.mjs").ChildMessage} ChildMessage
+ * @typedef {{ key: string, label: string, script: string, args: string[] }} Server one server of the HTTP phase
+ * @typedef {{ addedMs: number[], modelFirstTokenMs: number[], peerFirstTokenMs: number[], firstTokenDelayMs: number, modelChunks: number, gapMs: number }} TtftRun
+ *   one block of time-to-first-token samples, as streaming.mjs's ttft answers it
+ * @typedef {{ events: number, streams: number, bad: number, seconds: number, eventsPerSecond: number, streamP50Ms: number, streamP99Ms: number, requests: number }} StreamLoad
+ *   a streaming load run, as streaming.mjs's load answers it
+ * @typedef {{ frames: number, kinds: { kind: string, count: number }[], finalState?: string, textMatches: boolean, appendsAfterFirst: boolean, lastChunkOnLast: boolean }} StreamCheck
+ *   one stream parsed whole, as streaming.mjs's check answers it
+ * @typedef {{ eventsPerSecond: number, cpuUsPerEvent: number, events: number, streams: number, bad: number, streamP50Ms: number, streamP99Ms: number }} StreamRound
+ */
+
 const here = path.dirname(fileURLToPath(import.meta.url))
 const root = path.dirname(here)
 const settings = {
@@ -60,6 +73,7 @@ const settings = {
   storeListNatsTasks: Number(process.env.BENCH_STORE_LIST_NATS_TASKS ?? 10_000),
 }
 
+/** @type {Server[]} */
 const SERVERS = [
   { key: "A", label: "toolnexus, memory store (logger: false)", script: "toolnexus.mjs", args: ["memory", "off"] },
   { key: "A+log", label: "toolnexus, memory store, default logging (info) to /dev/null", script: "toolnexus.mjs", args: ["memory", "devnull"] },
@@ -71,7 +85,7 @@ const SCENARIOS = ["GetTask", "SendMessage"]
 const RUN_ORDER = ["A", "D", "A+log", "B", "C"]
 
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), "toolnexus-bench-"))
-const log = (...parts) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}]`, ...parts)
+const log = (/** @type {unknown[]} */ ...parts) => console.log(`[bench ${new Date().toISOString().slice(11, 19)}]`, ...parts)
 
 function cleanUp() {
   killAll()
@@ -86,6 +100,7 @@ for (const signal of ["SIGINT", "SIGTERM"]) {
 }
 
 // The phases in the order a full run takes them, by their key in results.json.
+/** @type {Record<string, () => Promise<unknown>>} */
 const PHASES = {
   http: httpRounds,
   bindings: () => bindingRounds({ settings, here, log }),
@@ -108,6 +123,7 @@ const only = process.env.BENCH_ONLY?.split(",").map((name) => name.trim()).filte
 
 const started = performance.now()
 try {
+  /** @type {{ settings: typeof settings, startedAt: string, commit: string, loadAverage: { start: number, end?: number }, wallSeconds?: number, [phase: string]: unknown }} */
   const results = { settings, startedAt: new Date().toISOString(), commit: codeVersion(root), loadAverage: { start: os.loadavg()[0] } }
   if (only) {
     const unknown = only.filter((name) => !(name in PHASES))
@@ -121,11 +137,13 @@ try {
     log(`done in ${((performance.now() - started) / 1000).toFixed(0)} s (BENCH_ONLY=${only.join(",")}: no report written; results in ${out})`)
   } else {
     for (const [name, phase] of Object.entries(PHASES)) results[name] = await phase()
-    results.wallSeconds = (performance.now() - started) / 1000
+    const wallSeconds = (performance.now() - started) / 1000
+    results.wallSeconds = wallSeconds
     results.loadAverage.end = os.loadavg()[0]
-    const summary = await writeReport(results, { root, here })
+    // Every phase has run: the results have the shape report.mjs reads.
+    const summary = await writeReport(/** @type {import("./report.mjs").BenchResults} */ (/** @type {unknown} */ (results)), { root, here })
     console.log("\n" + summary)
-    log(`done in ${results.wallSeconds.toFixed(0)} s; wrote bench/results.md and bench/results.json`)
+    log(`done in ${wallSeconds.toFixed(0)} s; wrote bench/results.md and bench/results.json`)
   }
 } catch (err) {
   console.error(err)
@@ -136,6 +154,7 @@ try {
 
 /** Starts every server, seeds each with a completed Task, then A B C D A B C D... per scenario; medians over rounds. */
 async function httpRounds() {
+  /** @type {(Server & { child: ChildProcess, url: string })[]} */
   const running = []
   try {
     for (const server of SERVERS) {
@@ -144,9 +163,16 @@ async function httpRounds() {
       running.push({ ...server, child, url: info.url })
     }
     log(`servers up: ${running.map((s) => `${s.key} ${s.url}`).join(", ")}`)
-    const a = running.find((s) => s.key === "A")
+    /** @param {string} key */
+    const serverOf = (key) => {
+      const server = running.find((s) => s.key === key)
+      if (server === undefined) throw new Error(`bench: no server ${key}`)
+      return server
+    }
+    const a = serverOf("A")
     // A completed Task for GetTask on each server, made anew before every round: the SendMessage rounds add enough
     // Tasks that a bounded store (ours keeps 100k) drops the oldest.
+    /** @type {Record<string, string>} */
     const seeded = {}
     const seed = async () => {
       for (const server of running) if (server.key !== "D") seeded[server.key] = (await sendAndComplete(server.url)).id
@@ -154,11 +180,13 @@ async function httpRounds() {
     await seed()
     // The ceiling answers exactly what our GetTask answers.
     const answer = await call(a.url, getTaskBody(seeded.A))
-    await ask(running.find((s) => s.key === "D").child, { payload: answer })
+    await ask(serverOf("D").child, { payload: answer })
+    /** @type {Record<string, (server: { key: string }) => string>} */
     const bodies = {
       GetTask: (server) => getTaskBody(seeded[server.key] ?? seeded.A),
       SendMessage: () => sendMessageBody(),
     }
+    /** @param {(typeof running)[number]} server @param {string} scenario @param {number} seconds */
     const runOnce = (server, scenario, seconds) =>
       withChildCpu(server.child, () =>
         load({ url: server.url, body: bodies[scenario](server), seconds, connections: settings.connections, pipelining: settings.pipelining }),
@@ -168,7 +196,7 @@ async function httpRounds() {
     for (const scenario of SCENARIOS) for (const server of running) await runOnce(server, scenario, 1)
 
     // Ours next to the ceiling; every other round in reverse order, so a drift in the machine's speed favours none.
-    const runOrder = RUN_ORDER.map((key) => running.find((server) => server.key === key))
+    const runOrder = RUN_ORDER.map(serverOf)
     const samples = await alternatingRounds({ sides: runOrder, scenarios: SCENARIOS, rounds: settings.rounds, seconds: settings.seconds, runOnce, log, before: seed })
     const medians = mediansOf(samples)
     return { servers: SERVERS.map(({ key, label }) => ({ key, label })), answerBytes: JSON.stringify(answer).length, samples, medians }
@@ -261,14 +289,17 @@ async function pushDelivery() {
  * memory an idle open stream holds.
  */
 async function streamingRows() {
+  /** @type {Record<string, any>} the phase's results, by row: ttft, checks, rounds, ours, sdk, profile, idle... */
   const out = {}
+  /** @type {ChildProcess[]} */
   const running = []
+  /** @param {string} script @param {string[]} [args] @param {Parameters<typeof startChild>[2]} [opts] */
   const start = async (script, args = [], opts = {}) => {
     const started = await startChild(path.join(here, script), args, opts)
     running.push(started.child)
     return started
   }
-  const minutes = (n) => n * 60_000
+  const minutes = (/** @type {number} */ n) => n * 60_000
   try {
     const peer = await start("streaming.mjs", [String(settings.ttftModelChunks)])
 
@@ -287,17 +318,19 @@ async function streamingRows() {
       { key: "", gapMs: 0 },
       { key: "Alone", gapMs: ALONE_GAP_MS },
     ]
+    /** @type {Record<string, TtftRun[]>} */
     const taken = Object.fromEntries(variants.flatMap((v) => relays.map((r) => [`${r.key}${v.key}`, []])))
     for (let block = 0; block < BLOCKS; block++) {
       for (const relay of block % 2 === 0 ? relays : relays.toReversed()) {
         for (const variant of variants) {
           const samples = Math.ceil(settings.ttftSamples / BLOCKS)
           const warmup = block === 0 && variant.gapMs === 0 ? settings.ttftWarmup : 0
-          taken[`${relay.key}${variant.key}`].push(await ask(peer.child, { ttft: { url: relay.info.url, samples, warmup, gapMs: variant.gapMs } }, minutes(5)))
+          taken[`${relay.key}${variant.key}`].push(/** @type {TtftRun} */ (await ask(peer.child, { ttft: { url: relay.info.url, samples, warmup, gapMs: variant.gapMs } }, minutes(5))))
         }
       }
     }
     for (const relay of relays) await stopChild(relay.child)
+    /** @param {TtftRun[]} blocks */
     const ttftOf = (blocks) => {
       const added = blocks.flatMap((b) => b.addedMs)
       return {
@@ -315,32 +348,37 @@ async function streamingRows() {
     out.ttftBare = ttftOf(taken.bare)
     out.ttftAlone = { ...ttftOf(taken.oursAlone), gapMs: ALONE_GAP_MS }
     out.ttftAloneBare = ttftOf(taken.bareAlone)
-    const p50p99 = (t) => `p50 ${t.p50Ms.toFixed(3)} ms, p99 ${t.p99Ms.toFixed(3)} ms`
+    const p50p99 = (/** @type {{ p50Ms: number, p99Ms: number }} */ t) => `p50 ${t.p50Ms.toFixed(3)} ms, p99 ${t.p99Ms.toFixed(3)} ms`
     log(`streaming: first token at the peer minus at the model: ours ${p50p99(out.ttft)}; bare relay ${p50p99(out.ttftBare)}`)
     log(`streaming: the same, the next chunk ${ALONE_GAP_MS} ms behind the first: ours ${p50p99(out.ttftAlone)}; bare relay ${p50p99(out.ttftAloneBare)}`)
 
     // 2. Events per second: ours and the SDK, the same events per Task, alternating rounds.
     const chunks = String(settings.streamChunks)
-    const sides = [
+    const started = [
       { key: "ours", ...(await start("servers/toolnexus-stream.mjs", ["chunks", chunks])) },
       { key: "sdk", ...(await start("servers/sdk-stream.mjs", [chunks])) },
     ]
-    for (const side of sides) side.check = await ask(peer.child, { check: { url: side.info.url, expectChunks: settings.streamChunks } })
+    /** @type {{ key: string, child: ChildProcess, info: ChildMessage, check: StreamCheck }[]} */
+    const sides = []
+    for (const side of started) sides.push({ ...side, check: /** @type {StreamCheck} */ (await ask(peer.child, { check: { url: side.info.url, expectChunks: settings.streamChunks } })) })
     const [ours, sdk] = sides
-    const shape = (check) => JSON.stringify({ frames: check.frames, kinds: check.kinds, finalState: check.finalState, text: check.textMatches, appends: check.appendsAfterFirst, last: check.lastChunkOnLast })
+    const shape = (/** @type {StreamCheck} */ check) => JSON.stringify({ frames: check.frames, kinds: check.kinds, finalState: check.finalState, text: check.textMatches, appends: check.appendsAfterFirst, last: check.lastChunkOnLast })
     out.equivalent = shape(ours.check) === shape(sdk.check) && ours.check.textMatches && ours.check.appendsAfterFirst && ours.check.lastChunkOnLast
     out.checks = { ours: ours.check, sdk: sdk.check }
     log(`streaming: per Task ${ours.check.frames} events from ours, ${sdk.check.frames} from the SDK (${ours.check.kinds.map((k) => `${k.count} ${k.kind}`).join(", ")})${out.equivalent ? "" : ": **NOT the same events**"}`)
+    /** @param {(typeof sides)[number]} side @param {number} seconds */
     const runOnce = (side, seconds) =>
-      withChildCpu(side.child, () =>
-        ask(peer.child, { load: { url: side.info.url, connections: settings.streamConnections, seconds, expectFrames: side.check.frames } }, minutes(2)),
+      withChildCpu(side.child, async () =>
+        /** @type {StreamLoad} */ (await ask(peer.child, { load: { url: side.info.url, connections: settings.streamConnections, seconds, expectFrames: side.check.frames } }, minutes(2))),
       )
     for (const side of sides) await runOnce(side, 1)
-    out.rounds = { ours: [], sdk: [] }
+    /** @type {Record<string, StreamRound[]>} */
+    const rounds = { ours: [], sdk: [] }
+    out.rounds = rounds
     for (let round = 1; round <= settings.rounds; round++) {
       for (const side of round % 2 === 1 ? sides : sides.toReversed()) {
         const run = await runOnce(side, settings.seconds)
-        out.rounds[side.key].push({ eventsPerSecond: run.eventsPerSecond, cpuUsPerEvent: run.cpuUsPerRequest, events: run.events, streams: run.streams, bad: run.bad, streamP50Ms: run.streamP50Ms, streamP99Ms: run.streamP99Ms })
+        rounds[side.key].push({ eventsPerSecond: run.eventsPerSecond, cpuUsPerEvent: run.cpuUsPerRequest, events: run.events, streams: run.streams, bad: run.bad, streamP50Ms: run.streamP50Ms, streamP99Ms: run.streamP99Ms })
         log(
           `round ${round} SendStreamingMessage ${side.key.padEnd(4)} ${run.eventsPerSecond.toFixed(0).padStart(7)} events/s  ${run.streams} streams  ` +
             `stream p50 ${run.streamP50Ms.toFixed(1)} ms  server CPU ${run.cpuUsPerRequest.toFixed(1)} µs/event${run.bad ? `  ${run.bad} bad streams` : ""}`,
@@ -348,7 +386,7 @@ async function streamingRows() {
       }
     }
     for (const side of sides) {
-      const rows = out.rounds[side.key]
+      const rows = rounds[side.key]
       out[side.key] = {
         eventsPerSecond: median(rows.map((r) => r.eventsPerSecond)),
         cpuUsPerEvent: median(rows.map((r) => r.cpuUsPerEvent)),
@@ -363,7 +401,7 @@ async function streamingRows() {
     const dir = path.join(scratch, "profile-streaming")
     fs.mkdirSync(dir)
     const profiled = await start("servers/toolnexus-stream.mjs", ["chunks", chunks], { execArgv: ["--cpu-prof", "--cpu-prof-dir", dir, "--cpu-prof-interval", "250"] })
-    const loadProfiled = (seconds) => ask(peer.child, { load: { url: profiled.info.url, connections: settings.streamConnections, seconds, expectFrames: ours.check.frames } }, minutes(2))
+    const loadProfiled = async (/** @type {number} */ seconds) => /** @type {StreamLoad} */ (await ask(peer.child, { load: { url: profiled.info.url, connections: settings.streamConnections, seconds, expectFrames: ours.check.frames } }, minutes(2)))
     await loadProfiled(1)
     const sinceUs = (await ask(profiled.child, { mark: {} })).atUs
     const run = await loadProfiled(settings.profileSeconds)
@@ -420,8 +458,11 @@ async function fileStoreGrowth() {
   const dir = path.join(scratch, "growth")
   const namer = new FileTaskStore(dir)
   const template = completedTask()
+  /** @type {string[]} */
   const ids = []
+  /** @type {{ size: number, writeSeconds: number, rps: number, p50: number, p99: number, cpuUsPerRequest: number, bad: number }[]} */
   const rows = []
+  /** @type {Awaited<ReturnType<typeof startServerTimed>> | undefined} */
   let server = await startServerTimed(dir)
   const emptyStartMs = server.startMs
   try {
@@ -435,7 +476,8 @@ async function fileStoreGrowth() {
       await load({ url: server.url, bodies, seconds: 1, connections: settings.connections })
       const runs = []
       for (let round = 0; round < settings.rounds; round++) {
-        runs.push(await withChildCpu(server.child, () => load({ url: server.url, bodies, seconds: settings.growthSeconds, connections: settings.connections })))
+        const { url } = server
+        runs.push(await withChildCpu(server.child, () => load({ url, bodies, seconds: settings.growthSeconds, connections: settings.connections })))
       }
       const row = {
         size,
@@ -453,6 +495,7 @@ async function fileStoreGrowth() {
     await stopChild(server.child)
     server = undefined
     const t0 = performance.now()
+    /** @type {string | undefined} */
     let fullStartError
     try {
       server = await startServerTimed(dir)
@@ -471,6 +514,7 @@ async function fileStoreGrowth() {
   }
 }
 
+/** @param {string} dir */
 async function startServerTimed(dir) {
   const t0 = performance.now()
   const { child, info } = await startChild(path.join(here, "servers", "toolnexus.mjs"), [`file:${dir}`, "off"], { timeoutMs: 300_000 })
@@ -486,11 +530,20 @@ function flushToDisk() {
   }
 }
 
-/** The error's message without the stack, e.g. a child's "failed to start: FastifyError: ...". */
+/**
+ * The error's message without the stack, e.g. a child's "failed to start: FastifyError: ...".
+ * @param {unknown} err
+ */
 function firstLine(err) {
-  return String(err?.message ?? err).split("\n")[0]
+  return String(/** @type {{ message?: unknown } | undefined} */ (err)?.message ?? err).split("\n")[0]
 }
 
+/**
+ * @param {FileTaskStore} namer names the files as the store does
+ * @param {{ id: string }} template the Task written, its id replaced
+ * @param {string[]} ids the ids written so far; grows to `size`
+ * @param {number} size
+ */
 async function writeTaskFiles(namer, template, ids, size) {
   const text = JSON.stringify(template)
   let next = ids.length
@@ -508,6 +561,7 @@ async function writeTaskFiles(namer, template, ids, size) {
 
 /** --cpu-prof on server A during GetTask, then during SendMessage; start-up and warm-up are left out. */
 async function profiles() {
+  /** @type {Record<string, object>} */
   const out = {}
   for (const scenario of SCENARIOS) {
     log(`profiling server A under ${scenario} (--cpu-prof)`)

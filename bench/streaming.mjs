@@ -27,6 +27,7 @@ const FIRST_TOKEN_DELAY_MS = 5
 // gapMs: 0, the chunks after the first follow it back to back (one per turn of this process's event loop), so a few
 // reach the server together with it; more, the second waits that long, so the first arrives and is relayed alone.
 const model = { firstTokenAt: NaN, requests: 0, gapMs: 0 }
+/** @param {{ role?: string, content?: string }} delta @param {string | null} [finish] */
 const openaiChunk = (delta, finish = null) => `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", model: "m", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`
 const modelServer = http.createServer((req, res) => {
   req.resume()
@@ -64,6 +65,12 @@ const streamBody = () =>
 /**
  * POSTs `body` to `url` and calls `onFrame(text, at)` for each SSE frame (comments skipped) as it arrives;
  * resolves with the status code when the answer ends. `onResponse` gets the request, to cut it.
+ * @param {string} url
+ * @param {string} body
+ * @param {http.Agent | undefined} agent
+ * @param {(frame: string, at: number) => void} onFrame
+ * @param {(req: http.ClientRequest, res: http.IncomingMessage) => void} [onResponse]
+ * @returns {Promise<number | undefined>}
  */
 function post(url, body, agent, onFrame, onResponse) {
   return new Promise((resolve, reject) => {
@@ -71,7 +78,7 @@ function post(url, body, agent, onFrame, onResponse) {
       onResponse?.(req, res)
       res.setEncoding("utf8")
       let buffer = ""
-      res.on("data", (text) => {
+      res.on("data", (/** @type {string} */ text) => {
         const at = performance.now()
         buffer += text
         let start = 0
@@ -92,14 +99,34 @@ function post(url, body, agent, onFrame, onResponse) {
   })
 }
 
+/**
+ * One stream event's result, as far as the checks read it.
+ * @typedef {{
+ *   artifactUpdate?: { append?: boolean, lastChunk?: boolean, artifact: { parts: { text?: string }[] } },
+ *   statusUpdate?: { status?: { state?: string } },
+ *   [kind: string]: unknown,
+ * }} StreamResult
+ */
+/**
+ * The JSON-RPC answer a frame's data holds.
+ * @param {string} frame
+ * @returns {{ result: StreamResult }}
+ */
 const dataOf = (frame) => JSON.parse(frame.slice(frame.indexOf("data: ") + 6))
 
 
+/**
+ * Sequential streams through the server: per sample, when the peer got the first token minus when the model wrote it.
+ * @param {{ url: string, samples: number, warmup: number, gapMs?: number }} opts
+ */
 async function ttft({ url, samples, warmup, gapMs = 0 }) {
   model.gapMs = gapMs
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+  /** @type {number[]} */
   const added = []
+  /** @type {number[]} */
   const atPeer = []
+  /** @type {number[]} */
   const atModel = []
   try {
     for (let i = 0; i < warmup + samples; i++) {
@@ -128,8 +155,12 @@ async function ttft({ url, samples, warmup, gapMs = 0 }) {
   return { addedMs: added, modelFirstTokenMs: atModel, peerFirstTokenMs: atPeer, firstTokenDelayMs: FIRST_TOKEN_DELAY_MS, modelChunks: chunks.length, gapMs }
 }
 
-/** One stream, parsed: what a peer gets, to show both servers send the same events. */
+/**
+ * One stream, parsed: what a peer gets, to show both servers send the same events.
+ * @param {{ url: string, expectChunks: number }} opts
+ */
 async function check({ url, expectChunks }) {
+  /** @type {StreamResult[]} */
   const results = []
   const status = await post(url, streamBody(), undefined, (frame) => results.push(dataOf(frame).result))
   const kinds = results.map((r) => Object.keys(r)[0])
@@ -141,11 +172,11 @@ async function check({ url, expectChunks }) {
     text = update.append ? text + part : part
   }
   const expected = streamChunks(expectChunks).join("")
-  const updates = results.filter((r) => r.artifactUpdate).map((r) => r.artifactUpdate)
+  const updates = results.flatMap((r) => (r.artifactUpdate ? [r.artifactUpdate] : []))
   return {
     status,
     frames: results.length,
-    kinds: kinds.reduce((runs, kind) => {
+    kinds: kinds.reduce((/** @type {{ kind: string, count: number }[]} */ runs, kind) => {
       const lastRun = runs.at(-1)
       if (lastRun?.kind === kind) lastRun.count++
       else runs.push({ kind, count: 1 })
@@ -159,12 +190,16 @@ async function check({ url, expectChunks }) {
   }
 }
 
-/** `connections` peers stream back to back for `seconds`; a stream begun before the end is read to its end. */
+/**
+ * `connections` peers stream back to back for `seconds`; a stream begun before the end is read to its end.
+ * @param {{ url: string, connections: number, seconds: number, expectFrames: number }} opts
+ */
 async function load({ url, connections, seconds, expectFrames }) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections })
   let events = 0
   let streams = 0
   let bad = 0
+  /** @type {number[]} */
   const durations = []
   const t0 = performance.now()
   const deadline = t0 + seconds * 1000
@@ -203,10 +238,18 @@ async function load({ url, connections, seconds, expectFrames }) {
   }
 }
 
+/**
+ * An idle stream held open: its frames so far, the last one, its end, and its request (to cut it).
+ * @typedef {{ frames: number, last: string, done?: Promise<number | undefined>, req?: http.ClientRequest }} IdleStream
+ */
 // The idle streams: held here between the parent's calls.
+/** @type {{ ids: string[], open: IdleStream[], agent: http.Agent | undefined }} */
 const idle = { ids: [], open: [], agent: undefined }
 
-/** `count` Tasks answered at once (returnImmediately) whose model waits: each is working, its stream not yet open. */
+/**
+ * `count` Tasks answered at once (returnImmediately) whose model waits: each is working, its stream not yet open.
+ * @param {{ url: string, count: number }} opts
+ */
 async function tasks({ url, count }) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 16 })
   try {
@@ -215,11 +258,12 @@ async function tasks({ url, count }) {
       while (next < count) {
         next++
         const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message: { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text: "wait" }] }, configuration: { returnImmediately: true } } })
+        /** @type {{ result?: { task?: { id?: string } } }} */
         const answer = await new Promise((resolve, reject) => {
           const req = http.request(url + "/", { method: "POST", agent, headers: { "content-type": "application/json", "a2a-version": "1.0", "content-length": Buffer.byteLength(body) } }, (res) => {
             let text = ""
             res.setEncoding("utf8")
-            res.on("data", (t) => (text += t))
+            res.on("data", (/** @type {string} */ t) => (text += t))
             res.on("end", () => resolve(JSON.parse(text)))
             res.on("error", reject)
           })
@@ -246,7 +290,8 @@ async function subscribe() {
     while (next < idle.ids.length) {
       const id = idle.ids[next++]
       const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SubscribeToTask", params: { id } })
-      await new Promise((resolve, reject) => {
+      await new Promise((/** @type {(value?: undefined) => void} */ resolve, reject) => {
+        /** @type {IdleStream} */
         const stream = { frames: 0, last: "", done: undefined }
         stream.done = post(
           url(),
@@ -273,7 +318,7 @@ async function subscribe() {
 
 /** After the parent released the model: every stream read to its end (the Task completed); how many ended so. */
 async function drain() {
-  const ended = await Promise.allSettled(idle.open.map((s) => s.done))
+  const ended = await Promise.allSettled(idle.open.map((s) => s.done ?? Promise.resolve(undefined)))
   const completed = idle.open.filter((s, i) => ended[i].status === "fulfilled" && s.last.includes("TASK_STATE_COMPLETED")).length
   idle.agent?.destroy()
   const count = idle.open.length
@@ -286,15 +331,15 @@ let target = ""
 const url = () => target
 
 try {
-  await new Promise((resolve) => modelServer.listen(0, "127.0.0.1", resolve))
+  await new Promise((/** @type {(value?: undefined) => void} */ resolve) => modelServer.listen(0, "127.0.0.1", () => resolve()))
   modelServer.keepAliveTimeout = 60_000
-  const modelUrl = `http://127.0.0.1:${modelServer.address().port}/v1`
+  const modelUrl = `http://127.0.0.1:${/** @type {import("node:net").AddressInfo} */ (modelServer.address()).port}/v1`
   serveParent(
     {
       ttft,
       check,
       load,
-      tasks: async (opts) => {
+      tasks: async (/** @type {{ url: string, count: number }} */ opts) => {
         target = opts.url
         return tasks(opts)
       },
@@ -306,10 +351,10 @@ try {
       for (const stream of idle.open) stream.req?.destroy()
       idle.agent?.destroy()
       modelServer.closeAllConnections()
-      await new Promise((resolve) => modelServer.close(() => resolve()))
+      await new Promise((/** @type {(value?: undefined) => void} */ resolve) => modelServer.close(() => resolve()))
     },
   )
-  process.send({ ready: true, modelUrl })
+  process.send?.({ ready: true, modelUrl })
 } catch (err) {
   reportStartFailure(err)
 }

@@ -8,7 +8,8 @@ import { splitHostPort } from "./host-port.js"
 import { allowList } from "./push/guard.js"
 import type { PushOptions } from "./push/options.js"
 import { readSigningKey } from "./signing-key.js"
-import { checkMcpServers, type McpServers } from "./tools/mcp/config.js"
+import type { McpServers } from "./tools/mcp/config.js"
+import { mcpServersIn } from "./tools/mcp/config-file.js"
 import type { RetentionOptions } from "./stores/retention.js"
 import { isHttpUrl, isPlainHttpUrl, withoutPassword } from "./url-credentials.js"
 
@@ -417,24 +418,10 @@ function a2aAgentUrls(flags: string[] | undefined, variable: string | undefined)
   return urls
 }
 
-/** --mcp-config FILE: the `mcpServers` object of an mcp.json, checked as createToolkit checks it. Throws naming the flag and the file. */
+/** --mcp-config FILE: the `mcpServers` object of an mcp.json, checked as readMcpConfig checks it. Throws naming the flag and the file. */
 function mcpConfigFile(file: string | undefined): McpServers | undefined {
   if (file === undefined) return undefined
-  const text = readFlagFile("mcp-config", file)
-  let parsed: unknown
-  try {
-    parsed = JSON.parse(text)
-  } catch (err) {
-    throw new Error(`--mcp-config ${JSON.stringify(file)} is not JSON: ${(err as Error).message}`, { cause: err })
-  }
-  const servers = typeof parsed === "object" && parsed !== null ? (parsed as { mcpServers?: unknown }).mcpServers : undefined
-  if (servers === undefined) throw new Error(`--mcp-config ${JSON.stringify(file)} should hold an object with "mcpServers", as desktop clients write it: { "mcpServers": { "files": { "command": "npx", "args": [...] } } }`)
-  try {
-    checkMcpServers(servers)
-  } catch (err) {
-    throw new Error(`--mcp-config ${JSON.stringify(file)}: ${(err as Error).message}`, { cause: err })
-  }
-  return servers as McpServers
+  return mcpServersIn(readFlagFile("mcp-config", file), `--mcp-config ${JSON.stringify(file)}`)
 }
 
 /** The object without its undefined fields; undefined when none is left. */

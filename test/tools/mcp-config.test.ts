@@ -1,11 +1,14 @@
 import { createHash } from "node:crypto"
+import fs from "node:fs"
 import path from "node:path"
 import t from "tap"
+import { readMcpConfig } from "../../lib/client/index.js"
 import { checkMcpServers, DEFAULT_CALL_TIMEOUT_MS } from "../../lib/tools/mcp/config.js"
 import { mcpToolName } from "../../lib/tools/mcp/names.js"
 import { resultText } from "../../lib/tools/mcp/results.js"
 import { toolInputSchema } from "../../lib/tools/mcp/schema.js"
 import { createToolkit, type ToolSource } from "../../lib/tools/toolkit.js"
+import { tmpDir } from "../fixtures/helpers.js"
 import { alive, stdioServer } from "../fixtures/mcp.js"
 
 /* The mcpServers option: what a bad entry is told, and the small rules (names, schemas, results) in isolation. */
@@ -43,6 +46,33 @@ t.test("checkMcpServers: a bad entry is refused naming the server and the field"
     [{ web: { url: "http://h", callTimeoutMs: {} } }, "mcpServers.web.callTimeoutMs should be a whole number of milliseconds from 1 to 2147483647, got an object"],
   ]
   for (const [servers, message] of refusals) t.throws(() => checkMcpServers(servers), { name: "TypeError", message }, message)
+})
+
+t.test("readMcpConfig: an mcp.json's mcpServers, checked; every refusal names the file", async (t) => {
+  const dir = tmpDir(t, "tn-mcp-json-")
+  const write = (name: string, content: unknown) => {
+    const file = path.join(dir, name)
+    fs.writeFileSync(file, typeof content === "string" ? content : JSON.stringify(content))
+    return file
+  }
+  const servers = { files: { command: "npx", args: ["-y", "@modelcontextprotocol/server-filesystem", "."] }, web: { url: "https://mcp.example/mcp", headers: { authorization: "Bearer x" } } }
+  t.same(readMcpConfig(write("mcp.json", { mcpServers: servers, theme: "dark" })), servers, "the mcpServers object; the file's other fields are left out")
+  t.same(readMcpConfig(write("empty.json", { mcpServers: {} })), {}, "no servers is a valid file")
+
+  const missing = path.join(dir, "absent.json")
+  t.throws(() => readMcpConfig(missing), { message: `MCP config ${JSON.stringify(missing)} could not be read: ENOENT` })
+  t.throws(() => readMcpConfig(dir), { message: `MCP config ${JSON.stringify(dir)} could not be read: EISDIR` })
+  const notJson = write("broken.json", "{ mcpServers: ")
+  t.throws(() => readMcpConfig(notJson), { message: new RegExp(`^MCP config ${JSON.stringify(notJson)} is not JSON: `) })
+  const hint = 'should hold an object with "mcpServers", as desktop clients write it: { "mcpServers": { "files": { "command": "npx", "args": [...] } } }'
+  for (const [name, content] of [["servers.json", { servers: {} }], ["list.json", [{ mcpServers: {} }]], ["null.json", "null"]] as const) {
+    const file = write(name, content)
+    t.throws(() => readMcpConfig(file), { message: `MCP config ${JSON.stringify(file)} ${hint}` }, `${name} has no mcpServers object`)
+  }
+  const bad = write("bad.json", { mcpServers: { files: { command: "npx", args: "-y" } } })
+  t.throws(() => readMcpConfig(bad), { message: `MCP config ${JSON.stringify(bad)}: mcpServers.files.args should be a list of strings, got a string` }, "a bad entry: the file, the server and the field")
+  const secret = write("secret.json", { mcpServers: { web: { url: "http://h", headers: { authorization: 42 } } } })
+  t.throws(() => readMcpConfig(secret), { message: `MCP config ${JSON.stringify(secret)}: mcpServers.web.headers.authorization should be a string, got 42` })
 })
 
 t.test("createToolkit fails on a server that cannot start, naming the server and the field, and leaves nothing running", async (t) => {
