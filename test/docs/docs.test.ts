@@ -151,7 +151,7 @@ function parse(file: string): Parsed {
 }
 
 // tsc reads the whole package once: slow on a loaded machine, so past the suite's 120 s.
-t.setTimeout(300_000)
+t.setTimeout(600_000)
 
 const files = markdownFiles()
 
@@ -201,7 +201,7 @@ t.test("toolnexus flags in shell blocks are the command's", async (t) => {
   t.same(unknown, [], "every flag is in toolnexus --help")
 })
 
-t.test("ts blocks type-check against the package; <!-- run --> blocks run", { timeout: 300_000 }, async (t) => {
+t.test("ts blocks type-check against the package; <!-- run --> blocks run", { timeout: 600_000 }, async (t) => {
   const blocks = files.flatMap((file) => parse(file).blocks).filter((block) => block.lang === "ts" || block.lang === "typescript")
   rmSync(workDir, { recursive: true, force: true })
   mkdirSync(workDir, { recursive: true })
