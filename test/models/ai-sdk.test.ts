@@ -265,3 +265,66 @@ t.test("options: one kind of model only, a known specification version, no endpo
   t.throws(() => createClient({ languageModel: model, maxTurns: 0 }), /opts.maxTurns should be a positive integer/)
   t.equal(createClient({ languageModel: model }).model, "mock-model-id", "the client's model is the modelId")
 })
+
+t.test("odd model objects: what an in-process model hands over is checked, and each failure says what was wrong", async (t) => {
+  const streaming = (doStream: () => unknown) => createClient({ languageModel: new MockLanguageModelV4({ doStream: doStream as never }), maxRetries: 0 }).run("hi", { onText: () => {} })
+  const whole = (doGenerate: () => unknown) => createClient({ languageModel: new MockLanguageModelV4({ doGenerate: doGenerate as never }), maxRetries: 0 }).run("hi")
+
+  await t.rejects(streaming(async () => ({ nothing: true })), /model failed: doStream answered without a stream/)
+  await t.rejects(streaming(async () => ({ stream: partStream([42]).stream })), /the stream held 42, not a part with a type/)
+  await t.rejects(whole(async () => ({ text: "not content" })), /model failed: doGenerate answered without content/)
+  await t.rejects(streaming(async () => ({ stream: partStream([{ type: "finish", usage: usage(1, 1), finishReason: "error" }]).stream })), /finishReason error/, "a plain-string finish reason is read too")
+
+  // doGenerate: parts that are not parts are skipped, a call without id or name still pairs with its result, usage and finishReason may be missing.
+  let n = 0
+  const generated = new MockLanguageModelV4({
+    doGenerate: async () =>
+      (n++ === 0 ? { content: [null, { type: "tool-call", input: "{}" }] } : { content: [{ type: "text", text: "fine" }], usage: "lots" }) as never,
+  })
+  const result = await createClient({ languageModel: generated }).run("hi")
+  t.equal(result.text, "fine")
+  t.same(result.usage, { inputTokens: 0, outputTokens: 0, totalTokens: 0 }, "no usable usage: zero")
+  t.match(result.toolCalls, [{ id: "call_0", name: "", result: { isError: true } }], "the nameless call got an error result")
+  t.match(generated.doGenerateCalls[1].prompt.at(-1), { role: "tool", content: [{ toolCallId: "call_0", toolName: "" }] })
+
+  // Errors of every shape are told in words.
+  for (const [error, words] of [
+    ["a plain string", "a plain string"],
+    [{ message: "an object with a message" }, "an object with a message"],
+    [{ code: 7 }, '{"code":7}'],
+    [Object.assign(new Error(""), { name: "EmptyError" }), "EmptyError"],
+  ] as const) {
+    await t.rejects(streaming(async () => ({ stream: partStream([{ type: "error", error }]).stream })), new RegExp(`model failed: ${words.replace(/[{}]/g, "\\$&")}$`))
+  }
+  const circular: Record<string, unknown> = {}
+  circular.self = circular
+  // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- a model object may reject with anything
+  await t.rejects(whole(() => Promise.reject(circular)), /model failed: \[object Object\]$/)
+
+  // A retryable failure whose retry-after is past the retry deadline stands at once.
+  const busy = Object.assign(new Error("busy"), { isRetryable: true, statusCode: 429, responseHeaders: { "Retry-After": "3600" } })
+  const slow = new MockLanguageModelV4({ doGenerate: () => Promise.reject(busy) })
+  await t.rejects(createClient({ languageModel: slow, retryDeadlineMs: 1000 }).run("hi"), /^The mock-provider model answered 429: busy$/)
+  t.equal(slow.doGenerateCalls.length, 1, "not retried: the wait it asked for is past retryDeadlineMs")
+
+  // The provider's headers are read for redaction only where the model has them, and a throwing getter is no failure of its own.
+  const secretive = Object.assign(new MockLanguageModelV4({ doGenerate: () => Promise.reject(new Error("key sk-hidden-1 refused")) }), {
+    config: {
+      headers: () => {
+        throw new Error("no headers today")
+      },
+    },
+  })
+  await t.rejects(createClient({ languageModel: secretive }).run("hi"), /^The mock-provider model failed: key sk-hidden-1 refused$/)
+  const listed = Object.assign(new MockLanguageModelV4({ doGenerate: () => Promise.reject(new Error("key sk-hidden-2 refused")) }), { config: { headers: async () => ({ "x-api-key": "sk-hidden-2", other: undefined }) } })
+  await t.rejects(createClient({ languageModel: listed }).run("hi"), /^The mock-provider model failed: key \[redacted\] refused$/)
+  const notAnObject = Object.assign(new MockLanguageModelV4({ doGenerate: () => Promise.reject(new Error("x")) }), { config: { headers: () => "nope" } })
+  await t.rejects(createClient({ languageModel: notAnObject }).run("hi"), /model failed: x$/)
+})
+
+t.test("options: a model without an id or provider, null, and one endpoint option", async (t) => {
+  t.throws(() => createClient({ languageModel: { specificationVersion: "v4", provider: "", modelId: "m", doStream() {}, doGenerate() {} } as never }), /should have a non-empty provider and modelId/)
+  t.throws(() => createClient({ languageModel: null as never }), /languageModel should be an AI SDK language model, .* got null/)
+  t.throws(() => createClient({ languageModel: new MockLanguageModelV4(), maxLineLength: 10 } as never), /opts.maxLineLength was given with opts.languageModel/)
+  t.throws(() => createClient({ languageModel: { ...new MockLanguageModelV4(), specificationVersion: "v9" } as never }), /specificationVersion "v9"; toolnexus speaks/)
+})
