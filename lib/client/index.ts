@@ -9,4 +9,17 @@ export type { ModelCallObservation, RunObserver, ToolCallObservation } from "../
 export type { McpHttpServerConfig, McpServerConfig, McpServerOptions, McpServers, McpStdioServerConfig } from "../tools/mcp/config.js"
 export { createClient, createLocalClient, type Client, type ClientOptions, type LanguageModelClientOptions, type ModelClientOptions, type ModelFunction, type ModelReply, type RunOptions, type RunResult, type TextInfo, type ToolCallRecord } from "./client.js"
 export type { ChatMessage, ToolCall, Usage } from "../models/model.js"
-export type { AiSdkLanguageModel, AiSdkSpecificationVersion } from "../models/ai-sdk-types.js"
+export type {
+  AiSdkCallOptions,
+  AiSdkFunctionTool,
+  AiSdkGenerateResult,
+  AiSdkLanguageModel,
+  AiSdkMessage,
+  AiSdkPart,
+  AiSdkPartStream,
+  AiSdkSpecificationVersion,
+  AiSdkStreamResult,
+  AiSdkTextPart,
+  AiSdkToolCallPart,
+  AiSdkToolResultPart,
+} from "../models/ai-sdk-types.js"
