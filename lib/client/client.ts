@@ -1,7 +1,9 @@
 import type { Tool, Toolkit, ToolResult } from "../tools/types.js"
 import type { JsonObject } from "../types.js"
+import { aiSdkModel } from "../models/ai-sdk.js"
+import type { AiSdkLanguageModel } from "../models/ai-sdk-types.js"
 import { anthropicModel } from "../models/anthropic.js"
-import { DEFAULT_RETRY, DEFAULT_TURN_LIMITS } from "../models/http.js"
+import { DEFAULT_RETRY, DEFAULT_TURN_LIMITS, type RetryPolicy } from "../models/http.js"
 import { openAIModel } from "../models/openai.js"
 import { hasCredentials, isHttpUrl, withoutPassword } from "../url-credentials.js"
 import { usageFrom, type ChatMessage, type Model, type ModelToolCall, type ModelTurn, type ToolCall, type Usage } from "../models/model.js"
@@ -63,12 +65,9 @@ export interface Client {
   run(prompt: string, opts?: RunOptions): Promise<RunResult>
 }
 
-export interface ClientOptions {
-  /** Such as https://api.openai.com/v1 or https://api.anthropic.com */
-  baseUrl: string
-  style: "openai" | "anthropic"
-  model: string
-  apiKey?: string
+/** What every model client takes: the loop's settings, retries and limits. */
+export interface ModelClientOptions {
+  /** Sent with every request (an AI SDK provider adds them to its own); credentials among them are redacted from errors. */
   headers?: Record<string, string>
   systemPrompt?: string
   /** Model calls per run before giving up; default 10. */
@@ -91,20 +90,53 @@ export interface ClientOptions {
   retryDeadlineMs?: number
   /** The first retry's backoff in ms, doubling each retry up to 16 times this; default 250. */
   retryBaseDelayMs?: number
-  /** Anthropic's max_tokens; default 4096. */
-  maxTokens?: number
   /**
    * The most bytes of one model answer read, streamed or whole; default 64 MiB. Past it the turn
    * fails saying so: a broken or hostile endpoint cannot fill the server's memory.
    */
   maxResponseBytes?: number
-  /** The longest line of a streamed answer, in characters (and the most data of one event); default 8 MiB. */
-  maxLineLength?: number
   /**
    * The longest one model turn may take in all, in ms, retries and every chunk of a stream included;
    * default 10 minutes. `timeoutMs` bounds each wait; this bounds a stream that never ends.
    */
   turnTimeoutMs?: number
+}
+
+/** A model behind an OpenAI- or Anthropic-style HTTP API, reached by toolnexus's own clients. */
+export interface ClientOptions extends ModelClientOptions {
+  /** Such as https://api.openai.com/v1 or https://api.anthropic.com */
+  baseUrl: string
+  style: "openai" | "anthropic"
+  model: string
+  apiKey?: string
+  /** Anthropic's max_tokens; default 4096. */
+  maxTokens?: number
+  /** The longest line of a streamed answer, in characters (and the most data of one event); default 8 MiB. */
+  maxLineLength?: number
+  /** Only in LanguageModelClientOptions. */
+  languageModel?: never
+}
+
+/**
+ * A Vercel AI SDK language model in the built-in loop, in place of
+ * `baseUrl`/`style`/`model`: any provider of ai 6 (`@ai-sdk/*` 3.x) or ai 7
+ * (4.x), such as `createOpenAI({ baseURL, apiKey }).chat("gpt-4o-mini")`,
+ * `google("gemini-2.5-flash")` or a model from `ai/test`. The provider holds
+ * the key and the URL; `maxResponseBytes` counts the text and tool input the
+ * model hands over, since the provider reads the HTTP answer itself.
+ */
+export interface LanguageModelClientOptions extends ModelClientOptions {
+  /** The model, as an `@ai-sdk/*` provider makes it; its `modelId` names the client's model. */
+  languageModel: AiSdkLanguageModel
+  /** The model's `maxOutputTokens`; default: the provider's. */
+  maxTokens?: number
+  baseUrl?: never
+  style?: never
+  model?: never
+  /** The provider holds the key: `createOpenAI({ apiKey })`. */
+  apiKey?: never
+  /** The provider reads the stream itself. */
+  maxLineLength?: never
 }
 
 /** What a model function answers: its final text, or tools to call first. */
@@ -134,8 +166,15 @@ interface LoopSettings {
   maxTurns: number
 }
 
-/** A client for a model behind an OpenAI- or Anthropic-style HTTP API. */
-export function createClient(opts: ClientOptions): Client {
+/**
+ * A client running the tool-calling loop against a model behind an OpenAI- or
+ * Anthropic-style HTTP API (`baseUrl`, `style`, `model`), or against a Vercel
+ * AI SDK language model (`languageModel`).
+ */
+export function createClient(opts: ClientOptions): Client
+export function createClient(opts: LanguageModelClientOptions): Client
+export function createClient(opts: ClientOptions | LanguageModelClientOptions): Client {
+  if (typeof opts === "object" && opts !== null && opts.languageModel !== undefined) return languageModelClient(opts)
   checkClientOptions(opts)
   const endpoint = {
     baseUrl: opts.baseUrl,
@@ -143,11 +182,7 @@ export function createClient(opts: ClientOptions): Client {
     apiKey: opts.apiKey,
     headers: opts.headers,
     timeoutMs: opts.timeoutMs ?? 60_000,
-    retry: {
-      maxRetries: opts.maxRetries ?? DEFAULT_RETRY.maxRetries,
-      deadlineMs: opts.retryDeadlineMs ?? DEFAULT_RETRY.deadlineMs,
-      baseDelayMs: opts.retryBaseDelayMs ?? DEFAULT_RETRY.baseDelayMs,
-    },
+    retry: retryPolicy(opts),
     limits: {
       maxResponseBytes: opts.maxResponseBytes ?? DEFAULT_TURN_LIMITS.maxResponseBytes,
       maxLineLength: opts.maxLineLength ?? DEFAULT_TURN_LIMITS.maxLineLength,
@@ -156,6 +191,29 @@ export function createClient(opts: ClientOptions): Client {
   }
   const model = opts.style === "openai" ? openAIModel(endpoint) : anthropicModel({ ...endpoint, maxTokens: opts.maxTokens ?? 4096 })
   return loopClient(model, { systemPrompt: opts.systemPrompt, maxTurns: opts.maxTurns ?? 10 })
+}
+
+function languageModelClient(opts: LanguageModelClientOptions): Client {
+  checkLanguageModelOptions(opts)
+  const model = aiSdkModel(opts.languageModel, {
+    headers: opts.headers,
+    maxOutputTokens: opts.maxTokens,
+    timeoutMs: opts.timeoutMs ?? 60_000,
+    retry: retryPolicy(opts),
+    limits: {
+      maxResponseBytes: opts.maxResponseBytes ?? DEFAULT_TURN_LIMITS.maxResponseBytes,
+      turnTimeoutMs: opts.turnTimeoutMs ?? DEFAULT_TURN_LIMITS.turnTimeoutMs,
+    },
+  })
+  return loopClient(model, { systemPrompt: opts.systemPrompt, maxTurns: opts.maxTurns ?? 10 })
+}
+
+function retryPolicy(opts: ModelClientOptions): RetryPolicy {
+  return {
+    maxRetries: opts.maxRetries ?? DEFAULT_RETRY.maxRetries,
+    deadlineMs: opts.retryDeadlineMs ?? DEFAULT_RETRY.deadlineMs,
+    baseDelayMs: opts.retryBaseDelayMs ?? DEFAULT_RETRY.baseDelayMs,
+  }
 }
 
 /** A client whose model is `respond`, called once per turn. */
@@ -322,7 +380,7 @@ async function readChunks(chunks: AsyncIterable<string>, onText: ((delta: string
 }
 
 function checkClientOptions(opts: ClientOptions): void {
-  if (typeof opts !== "object" || opts === null) throw new TypeError("createClient: opts should be an object with baseUrl, style and model")
+  if (typeof opts !== "object" || opts === null) throw new TypeError("createClient: opts should be an object with baseUrl, style and model, or with languageModel")
   if (!isHttpUrl(opts.baseUrl)) {
     throw new TypeError(`createClient: opts.baseUrl should be an http(s) URL such as https://api.openai.com/v1, got ${JSON.stringify(typeof opts.baseUrl === "string" ? withoutPassword(opts.baseUrl) : opts.baseUrl)}`)
   }
@@ -340,6 +398,12 @@ function checkClientOptions(opts: ClientOptions): void {
   if (opts.apiKey !== undefined && (typeof opts.apiKey !== "string" || opts.apiKey === "")) {
     throw new TypeError("createClient: opts.apiKey should be a non-empty string when given; leave it out for endpoints without keys")
   }
+  checkModelClientOptions(opts)
+  checkOptionalPositiveInteger("createClient", "maxLineLength", opts.maxLineLength)
+}
+
+/** The options both kinds of client take. */
+function checkModelClientOptions(opts: ModelClientOptions & { maxTokens?: number }): void {
   if (opts.headers !== undefined && !isStringRecord(opts.headers)) {
     throw new TypeError("createClient: opts.headers should be an object of string header values")
   }
@@ -351,8 +415,41 @@ function checkClientOptions(opts: ClientOptions): void {
   checkOptionalNonNegativeInteger("createClient", "retryDeadlineMs", opts.retryDeadlineMs)
   checkOptionalNonNegativeInteger("createClient", "retryBaseDelayMs", opts.retryBaseDelayMs)
   checkOptionalPositiveInteger("createClient", "maxResponseBytes", opts.maxResponseBytes)
-  checkOptionalPositiveInteger("createClient", "maxLineLength", opts.maxLineLength)
   checkOptionalPositiveInteger("createClient", "turnTimeoutMs", opts.turnTimeoutMs)
+}
+
+/** The HTTP endpoint's options, which a languageModel replaces (its provider holds the URL, the key and the stream). */
+const ENDPOINT_OPTIONS = ["baseUrl", "style", "model", "apiKey", "maxLineLength"] as const
+
+/** What the AI SDK's language model specification versions came with, for the error that refuses one. */
+const OLDER_SPECIFICATIONS: Readonly<Record<string, string>> = { v1: "ai 4, @ai-sdk/* 1.x", v2: "ai 5, @ai-sdk/* 2.x" }
+
+function checkLanguageModelOptions(opts: LanguageModelClientOptions): void {
+  const endpoint = ENDPOINT_OPTIONS.filter((name) => (opts as unknown as Record<string, unknown>)[name] !== undefined)
+  if (endpoint.length > 0) {
+    const names = endpoint.map((name) => `opts.${name}`).join(", ")
+    throw new TypeError(
+      `createClient: give either opts.languageModel or opts.baseUrl/style/model, not both: ${names} ${endpoint.length > 1 ? "were" : "was"} given with opts.languageModel (the AI SDK provider holds the URL and the key: createOpenAI({ baseURL, apiKey }))`,
+    )
+  }
+  const model: unknown = opts.languageModel
+  if (typeof model !== "object" || model === null) {
+    throw new TypeError(`createClient: opts.languageModel should be an AI SDK language model, such as createOpenAI({ apiKey }).chat("gpt-4o-mini"), got ${model === null ? "null" : typeof model}`)
+  }
+  const { specificationVersion, provider, modelId, doStream, doGenerate } = model as Record<string, unknown>
+  if (specificationVersion !== "v3" && specificationVersion !== "v4") {
+    const older = typeof specificationVersion === "string" ? OLDER_SPECIFICATIONS[specificationVersion] : undefined
+    throw new TypeError(
+      `createClient: opts.languageModel has specificationVersion ${JSON.stringify(specificationVersion)}${older ? ` (${older})` : ""}; toolnexus speaks "v3" (ai 6, @ai-sdk/* 3.x) and "v4" (ai 7, @ai-sdk/* 4.x): upgrade the provider package`,
+    )
+  }
+  if (typeof provider !== "string" || provider === "" || typeof modelId !== "string" || modelId === "") {
+    throw new TypeError("createClient: opts.languageModel should have a non-empty provider and modelId, as every AI SDK language model has")
+  }
+  if (typeof doStream !== "function" || typeof doGenerate !== "function") {
+    throw new TypeError("createClient: opts.languageModel should have doStream and doGenerate methods, as every AI SDK language model has")
+  }
+  checkModelClientOptions(opts)
 }
 
 function checkOptionalString(fn: string, name: string, value: unknown): void {

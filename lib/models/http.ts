@@ -311,13 +311,13 @@ function isRetryable<T>(result: Attempt<T>): boolean {
 }
 
 /** Exponential, capped at 16 × base, with jitter so that clients failed together do not retry together. */
-function backoffMs(attempt: number, baseDelayMs: number): number {
+export function backoffMs(attempt: number, baseDelayMs: number): number {
   const ceiling = baseDelayMs * Math.min(2 ** (attempt - 1), 16)
   return Math.round(ceiling / 2 + (Math.random() * ceiling) / 2)
 }
 
 /** Waits `ms`, or rejects with the signal's reason the moment it aborts. */
-function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason)
     const onAbort = () => {
@@ -392,7 +392,7 @@ function parseJson(text: string): unknown {
 }
 
 /** How much of a provider's own error message is kept: enough for its longest usual ones (a context-length refusal). */
-const PROVIDER_MESSAGE_MAX = 1000
+export const PROVIDER_MESSAGE_MAX = 1000
 
 /**
  * The provider's own words: `{error:{message}}` (OpenAI, Anthropic), `{error:"..."}` or `{message}`,

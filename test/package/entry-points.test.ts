@@ -89,3 +89,18 @@ t.test("prom-client is loaded only by an agent with metrics on; the OpenTelemetr
   t.ok(withMetrics.has("prom-client"), "with metrics: loaded")
   t.same([...withMetrics].filter((name) => name.startsWith("@opentelemetry/") && name !== "@opentelemetry/api"), [], "no SDK package")
 })
+
+t.test("the AI SDK is loaded only by an application that makes a language model: toolnexus never imports it", async (t) => {
+  const AI_SDK = (name: string) => name === "ai" || name.startsWith("@ai-sdk/")
+  const httpClient = `
+    const { createClient } = ${importOf("index.js")}
+    createClient({ baseUrl: "http://127.0.0.1:1/v1", style: "openai", model: "m" })`
+  t.same([...(await packagesLoaded(t, "index.js", httpClient))].filter(AI_SDK), [], "toolnexus with an HTTP client: no ai, no @ai-sdk/*")
+  t.same([...(await packagesLoaded(t, "lib/client/index.js"))].filter(AI_SDK), [], "toolnexus/client: none either")
+  // The application's own import of a provider is seen: the check above could fail.
+  const withModel = `
+    const { createOpenAI } = await import("@ai-sdk/openai")
+    const { createClient } = ${importOf("lib/client/index.js")}
+    createClient({ languageModel: createOpenAI({ apiKey: "k" }).chat("m") })`
+  t.ok((await packagesLoaded(t, "lib/client/index.js", withModel)).has("@ai-sdk/openai"), "a provider the application imports is recorded")
+})

@@ -26,6 +26,7 @@ const expected: Record<string, RegExp> = {
   "agent-as-tool": /^ok: the translator agent answered as a tool$/m,
   "streaming-resume": /^ok: the stream was cut and resumed with Last-Event-ID$/m,
   "grpc-client": /^ok: the SDK's gRPC client sent and read a Task$/m,
+  "ai-sdk-model": /^ok: the AI SDK model called the tool and its answer streamed through the served agent$/m,
 }
 
 const examplesDir = path.join(root, "examples")

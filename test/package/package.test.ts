@@ -114,8 +114,12 @@ t.test("a fresh project installs the tarball and uses it from TypeScript (skipLi
     `import Fastify from "fastify"
 import { createLocalClient, InMemoryTaskStore, toolnexusA2A, type A2ATask } from "toolnexus"
 import { FileTaskStore, NatsTaskStore, PostgresTaskStore, resolveStore, type TaskStore } from "toolnexus/stores"
-import { createToolkit, type Toolkit } from "toolnexus/client"
+import { createClient, createToolkit, type AiSdkLanguageModel, type Toolkit } from "toolnexus/client"
 import { serve, type ServeOptions } from "toolnexus/fastify"
+
+// A language model typed without the AI SDK installed: the package's types for it are its own.
+const languageModel: AiSdkLanguageModel = { specificationVersion: "v4", provider: "p.chat", modelId: "m", doGenerate: async () => ({ content: [] }), doStream: async () => Promise.reject(new Error("unused")) }
+if (createClient({ languageModel }).model !== "m") throw new Error("the language model client took another model")
 
 const store: TaskStore = new InMemoryTaskStore()
 const task: A2ATask = { id: "t-1", contextId: "c-1", kind: "task", status: { state: "submitted" } }
