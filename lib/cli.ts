@@ -473,7 +473,7 @@ function parseTokens(text: string): Record<string, string> {
 }
 
 /** The configured model's client, or the offline echo agent. */
-export function clientFor(config: CliConfig): Client {
+export function clientFor(config: Partial<CliConfig>): Client {
   if (config.model) return createClient(config.model)
   return createLocalClient(({ messages }) => `echo: ${messages.filter((m) => m.role === "user").at(-1)?.content ?? ""}`, { model: "offline-echo" })
 }

@@ -11,6 +11,7 @@ import { provideToolkitServer } from "../lib/tools/toolkit.js"
 import type { Toolkit } from "../lib/tools/types.js"
 import { toolnexusA2A, type ToolnexusA2AOptions } from "./a2a.js"
 import { pluginTimeoutFor } from "./options.js"
+import { endUnusedConnectionsOnClose } from "./unused-connections.js"
 import { applyToSecureServer, timeoutOptions, type ServerTimeouts } from "./server-timeouts.js"
 
 export interface ServeOptions {
@@ -135,6 +136,7 @@ export async function serve(addr: string, opts: ServeOptions): Promise<ServedAge
     // The plugin is typed for Fastify's default server; its raw writes (SSE, a peer's close) work on HTTP/2's compat objects as well (test/plugins/https.test.ts).
     await (app as FastifyInstance).register(toolnexusA2A, { ...opts.a2a, client: opts.client, toolkit: opts.toolkit })
     if (https) closeSessionsOnClose(app as SecureFastifyInstance)
+    else endUnusedConnectionsOnClose(app as FastifyInstance)
     await app.listen({ host, port })
     if (opts.grpc !== undefined) grpc = await app.toolnexusGrpc.listen(opts.grpc, https && { tls: https })
   } catch (err) {

@@ -1,3 +1,5 @@
+import { once } from "node:events"
+import net from "node:net"
 import Fastify from "fastify"
 import underPressure from "@fastify/under-pressure"
 import { pino } from "pino"
@@ -178,7 +180,7 @@ t.test("opts.health moves the routes, turns either off, or both; bad values are 
     const app = Fastify()
     t.teardown(() => app.close())
     void app.register(toolnexusA2A, { client, health: health as never })
-    await t.rejects(app.ready(), message)
+    await t.rejects(async () => void (await app.ready()), message)
   }
 })
 
@@ -201,4 +203,22 @@ t.test("beside @fastify/under-pressure: an overloaded process sheds the A2A rout
   const restShed = await app.inject({ url: "/tasks/x", headers: { "a2a-version": "1.0" } })
   t.equal(restShed.statusCode, 503, "HTTP+JSON: the same")
   t.match(restShed.json(), { error: { message: /overloaded/ } })
+})
+
+t.test("stop() ends a connection a client opened and never used, instead of waiting for the client to drop it", async (t) => {
+  // Headers may take a minute: only the stop itself can end the idle socket in time.
+  const agent = await serve("127.0.0.1:0", { client, logger: false, timeouts: { headersMs: 60_000, requestMs: 60_000 } })
+  t.teardown(() => agent.stop())
+  const used = await fetch(`${agent.url}/healthz`)
+  t.equal(used.status, 200)
+  const { port } = new URL(agent.url)
+  const socket = net.connect(Number(port), "127.0.0.1")
+  t.teardown(() => socket.destroy())
+  await once(socket, "connect")
+  await waitFor(() => new Promise<boolean>((resolve) => agent.app.server.getConnections((_err, count) => resolve(count >= 1))), 5000, "the server seeing the connection")
+  const closed = once(socket, "close")
+  const started = performance.now()
+  await agent.stop()
+  await closed
+  t.ok(performance.now() - started < 30_000, `stop() took ${Math.round(performance.now() - started)} ms, not the minute of the headers timeout`)
 })
