@@ -117,7 +117,7 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
   })
   // A drained stop on an event log other servers share ends open streams as soon as it closes: their peers resume
   // elsewhere with Last-Event-ID while the Tasks finish here. Otherwise streams stay until their Tasks end, as nowhere else could resume them.
-  const resumableElsewhere = store.events?.shared === true
+  const resumableElsewhere = store.events !== undefined && store.events.shared !== false
   return {
     // The host's decorator gets the store as it is, unobserved.
     store: opened.store,
