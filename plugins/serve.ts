@@ -166,7 +166,13 @@ export async function serve(addr: string, opts: ServeOptions): Promise<ServedAge
         resolve()
       }
     })
-    return (stopping = drained.then(() => app.close()))
+    return (stopping = drained.then(async () => {
+      // No new connection from here on, while the agent's close lets running Tasks finish; Fastify's own
+      // server.close() later finds the server closed already, so this one waits for the last connections.
+      const lastConnections = new Promise<void>((resolve) => app.server.close(() => resolve()))
+      await app.close()
+      await lastConnections
+    }))
   }
   return { url: `${https ? "https" : "http"}://${shownHost}:${address.port}`, app, ...(grpc !== undefined && { grpc }), stop, close: stop }
 }
