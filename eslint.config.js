@@ -25,7 +25,7 @@ export default tseslint.config(
   },
   {
     // Tests and the bench read untyped JSON answers from the wire; asserting on them is their job.
-    files: ["test/**", "bench/**"],
+    files: ["test/**", "test-e2e/**", "bench/**"],
     rules: {
       "@typescript-eslint/no-unsafe-member-access": "off",
       "@typescript-eslint/no-unsafe-assignment": "off",

@@ -75,18 +75,34 @@ if (!config.model) {
   log.warn({ model: client.model }, "no model configured: serving an offline echo agent; set --base-url and --model (and TOOLNEXUS_API_KEY) to serve a real one")
 }
 
-let stopping = false
+// SIGTERM (what orchestrators and service managers send) drains: /readyz answers 503 for the drain delay while
+// everything else keeps serving, then the server closes. SIGINT (a person's Ctrl-C) closes at once, and so does a
+// second signal during the drain; a signal once closing stops waiting for running tasks and exits 1.
+let phase: "serving" | "draining" | "closing" = "serving"
+const closeAll = () => {
+  phase = "closing"
+  return toolkit.close()
+}
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.on(signal, () => {
-    if (stopping) process.exit(1) // a second signal: stop waiting for running tasks
-    stopping = true
-    log.info({ signal }, "stopping: letting running tasks finish")
-    toolkit.close().then(
-      () => process.exit(0),
-      (err: unknown) => {
-        log.error({ err }, "stop failed")
-        process.exit(1)
-      },
-    )
+    if (phase === "closing") process.exit(1)
+    if (phase === "draining") {
+      log.info({ signal }, "stopping now: the drain delay is skipped")
+      void agent.stop()
+      return
+    }
+    const drainMs = signal === "SIGTERM" ? config.drainDelayMs : 0
+    phase = drainMs > 0 ? "draining" : "closing"
+    log.info({ signal, drainMs }, drainMs > 0 ? "draining: /readyz answers 503, then the server stops and lets running tasks finish" : "stopping: letting running tasks finish")
+    agent
+      .stop({ drainMs })
+      .then(closeAll)
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          log.error({ err }, "stop failed")
+          process.exit(1)
+        },
+      )
   })
 }

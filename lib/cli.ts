@@ -55,7 +55,12 @@ interface CliConfig {
   /** Prometheus metrics, as the plugin's `metrics` option: at /metrics, or on an address of their own; absent, off. */
   metrics?: true | { listen: string }
   logFormat: LogFormat
+  /** On SIGTERM, how long /readyz answers 503 while everything else keeps serving, before the server closes (ms). */
+  drainDelayMs: number
 }
+
+/** The command's drain on SIGTERM: long enough for a balancer checking every second or two to see /readyz fail twice. */
+export const DEFAULT_DRAIN_DELAY = "5s"
 
 export const USAGE = `Usage: toolnexus [options]
 
@@ -147,6 +152,8 @@ Limits (durations in ms, or with a unit: "30s", "2m", "500ms"):
   --push-max-attempts N
                        ... and so does one that failed N times (TOOLNEXUS_PUSH_MAX_ATTEMPTS;
                        default: no limit, its age decides)
+  --drain-delay D      on SIGTERM, /readyz answers 503 for D while everything else keeps serving,
+                       then the server closes; 0 for none (TOOLNEXUS_DRAIN_DELAY, default 5s)
   -h, --help           this text
 
 Secrets come from the environment only (never flags, so they stay out of ps):
@@ -202,6 +209,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
       inspector: { type: "boolean" },
       metrics: { type: "boolean" },
       "metrics-listen": { type: "string" },
+      "drain-delay": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
     strict: true,
@@ -308,7 +316,17 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     ...(values.inspector || switchVariable("TOOLNEXUS_INSPECTOR", env.TOOLNEXUS_INSPECTOR) ? { inspector: true as const } : {}),
     ...metricsFlags(values.metrics, setting("metrics-listen"), env),
     logFormat,
+    drainDelayMs: drainDelayFlag(setting("drain-delay") ?? DEFAULT_DRAIN_DELAY),
   }
+}
+
+/** --drain-delay: 0 (none) up to Node's longest timer, ms or with a unit. Throws naming the flag. */
+function drainDelayFlag(text: string): number {
+  const ms = /^\s*\d+\s*$/.test(text) ? Number(text) : parseDuration(text)
+  if (ms === undefined || !Number.isInteger(ms) || ms > MAX_TIMER_MS) {
+    throw new Error(`--drain-delay should be a duration from 0 to 24 days: milliseconds, or with a unit such as "5s", "500ms", got ${JSON.stringify(text)}`)
+  }
+  return ms
 }
 
 /** A duration flag in whole milliseconds, 1 ms to ~24.8 days: digits are ms, or digits with ms, s, m, h or d. Throws naming the flag. */
@@ -442,7 +460,7 @@ function parseTokens(text: string): Record<string, string> {
 }
 
 /** The configured model's client, or the offline echo agent. */
-export function clientFor(config: CliConfig): Client {
+export function clientFor(config: Partial<CliConfig>): Client {
   if (config.model) return createClient(config.model)
   return createLocalClient(({ messages }) => `echo: ${messages.filter((m) => m.role === "user").at(-1)?.content ?? ""}`, { model: "offline-echo" })
 }

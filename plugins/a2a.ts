@@ -15,6 +15,7 @@ import { answerHttpError, type A2ARouteConfig } from "./http-errors.js"
 import { JSON_TYPES, jsonRpcHandler } from "./jsonrpc-route.js"
 import { inspectorRoutes, readInspectorFiles } from "./inspector-route.js"
 import { JWKS_PATH, jwksHandler } from "./jwks-route.js"
+import { healthRoutes, trackReadiness } from "./health-routes.js"
 import { createAgent } from "./lifecycle.js"
 import { decorateMetrics, METRICS_PATH, metricsHandler } from "./metrics-route.js"
 import { checkOptions, DEFAULT_BODY_LIMIT, DEFAULT_STREAM_HEARTBEAT_MS, FASTIFY_PLUGIN_TIMEOUT_MS, type ToolnexusA2AOptions } from "./options.js"
@@ -64,6 +65,7 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
   fastify.addHook("preClose", agent.preClose)
   fastify.addHook("onClose", agent.onClose)
   decorateGrpc(fastify, opts, agent)
+  trackReadiness(fastify, agent.readiness)
   const metricsListen = typeof opts.metrics === "object" ? opts.metrics.listen : undefined
   if (agent.metrics) decorateMetrics(fastify, agent.metrics, metricsListen)
   features = {
@@ -73,6 +75,8 @@ async function setUp(fastify: FastifyInstance, opts: ToolnexusA2AOptions, ownPre
     grpc: fastify.toolnexusGrpc.addresses,
   }
 
+  // Beside the A2A routes, not among them: no authentication, rate limit or A2A error bodies.
+  if (opts.health !== false) await fastify.register(healthRoutes, { prefix, readiness: agent.readiness, health: opts.health ?? {} })
   await fastify.register(
     async function a2aRoutes(routes: FastifyInstance) {
       routes.removeAllContentTypeParsers()

@@ -50,6 +50,15 @@ export function sendRefusal(request: FastifyRequest, reply: FastifyReply, status
   return reply.code(status).type("application/json").send(body)
 }
 
+/**
+ * A 503 a hook raised before the route ran (a host's @fastify/under-pressure shedding load, which also set
+ * Retry-After): kept a 503, with a body that says to come back, instead of becoming an internal error.
+ */
+export function sheddingRefusal(err: FastifyError): A2AError | undefined {
+  if (err.statusCode !== 503) return undefined
+  return new A2AError(ErrorCode.InternalError, "Service unavailable: the server is overloaded; retry after the Retry-After delay, or on another server")
+}
+
 /** HTTP-level failures as JSON-RPC error bodies: bad JSON is a -32700 with HTTP 200; size and type get their 4xx. */
 export function answerHttpError(err: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const send = (status: number, error: A2AError) => sendRefusal(request, reply, status, error)
@@ -64,6 +73,8 @@ export function answerHttpError(err: FastifyError, request: FastifyRequest, repl
       // -32005, A2A's ContentTypeNotSupportedError, as the official SDKs and the conformance suite expect; HTTP 415 says the same.
       return send(415, new A2AError(ErrorCode.ContentTypeNotSupported, `Unsupported content type ${JSON.stringify(request.headers["content-type"] ?? "")}: send application/json`))
   }
+  const shed = sheddingRefusal(err)
+  if (shed) return send(503, shed)
   // A refusal the parser raised as an A2AError (excess depth) is a JSON-RPC error, answered with HTTP 200.
   const raised: unknown = err
   if (raised instanceof A2AError && !("statusCode" in raised)) return send(200, raised)

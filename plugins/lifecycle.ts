@@ -17,6 +17,8 @@ import { PushSender } from "../lib/push/sender.js"
 import { createPushSigner, type Jwks } from "../lib/push/signer.js"
 import type { TaskStore } from "../lib/stores/task-store.js"
 import type { A2ATask } from "../lib/types.js"
+import { errorFields } from "../lib/log.js"
+import { Readiness } from "../lib/readiness.js"
 import { CLOSE_MARGIN_MS, DEFAULT_SHUTDOWN_GRACE_MS, graceWithin, openStore, type ToolnexusA2AOptions } from "./options.js"
 
 /** How long a stop waits for the last stream events to reach the event log: within the margin a close keeps beside the grace (CLOSE_MARGIN_MS). */
@@ -37,6 +39,8 @@ interface Agent {
   jwks?: Jwks
   /** The Prometheus metrics, when opts.metrics is on. */
   metrics?: A2AMetrics
+  /** Whether the server should get traffic: its phase, and whether the store answers. */
+  readiness: Readiness
   /** Starts following other servers' changes, then recovers the Tasks a dead server left, then starts push delivery. */
   onReady: () => Promise<void>
   /** Lets running tasks finish (up to the grace period), then ends open streams. */
@@ -106,12 +110,21 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
   }
   const recovery = new RecoveryService({ store, self: runner.self, log, leaseTtlMs: opts.leaseTtlMs, checkIntervalMs: opts.recoveryIntervalMs, saveTransition: saveRecovered })
   const closing = new AbortController()
+  const readiness = new Readiness({
+    store: opened.store,
+    probeTimeoutMs: opts.health === false ? undefined : opts.health?.storeTimeoutMs,
+    onStoreError: (err) => log.warn(errorFields(err), "readiness: the task store failed to answer its probe"),
+  })
+  // A drained stop on an event log other servers share ends open streams as soon as it closes: their peers resume
+  // elsewhere with Last-Event-ID while the Tasks finish here. Otherwise streams stay until their Tasks end, as nowhere else could resume them.
+  const resumableElsewhere = store.events !== undefined && store.events.shared !== false
   return {
     // The host's decorator gets the store as it is, unobserved.
     store: opened.store,
     push,
     operations,
     dispatcher,
+    readiness,
     closing: closing.signal,
     ...(signer && { jwks: signer.jwks }),
     ...(metrics && { metrics }),
@@ -122,6 +135,9 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
     },
     // A preClose hook, so blocking requests waiting on a task end before the server waits on them.
     preClose: async () => {
+      const drained = readiness.phase === "draining"
+      readiness.stopping()
+      if (drained && resumableElsewhere) closing.abort()
       await runner.stop(graceMs)
       // The last events in the log before streams end: a peer resuming on another server finds them.
       await recorder?.idle(RECORDER_IDLE_MS)

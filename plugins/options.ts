@@ -15,6 +15,7 @@ import type { TaskStore } from "../lib/stores/task-store.js"
 import type { Toolkit } from "../lib/tools/types.js"
 import { isPlainHttpUrl } from "../lib/url-credentials.js"
 import { splitHostPort } from "../lib/host-port.js"
+import { checkHealthOptions, type HealthOptions } from "./health-routes.js"
 
 export interface ToolnexusA2AOptions extends CardOptions {
   /** Runs each task: `createClient(...)`, `createLocalClient(...)` or any object with `run(prompt, opts)`. */
@@ -112,6 +113,12 @@ export interface ToolnexusA2AOptions extends CardOptions {
    * it calls the REST routes with the token its user types, so it shows what that principal may see. Default false.
    */
   inspector?: boolean
+  /**
+   * Liveness and readiness for load balancers and orchestrators: `GET <prefix>/healthz` and `GET <prefix>/readyz`,
+   * unauthenticated (docs/guides/deployment.md). On by default; `{ livenessPath, readinessPath }` moves them
+   * (`false` for either turns it off), `false` turns both off.
+   */
+  health?: HealthOptions | false
 }
 
 /** Metrics on an address of their own. */
@@ -211,6 +218,7 @@ export function checkOptions(opts: ToolnexusA2AOptions): void {
     if (key in opts) throw new TypeError(`toolnexus: opts.${key} is not an option: the card's capabilities follow from the options (opts.extendedCard for the extended card, opts.push for push)`)
   }
   checkMetricsOption(opts.metrics)
+  checkHealthOptions(opts.health)
 }
 
 function checkMetricsOption(metrics: unknown): void {

@@ -6,7 +6,7 @@ import type { A2AOperations } from "../lib/a2a/operations.js"
 import { renameQueryFields } from "../lib/a2a/proto-names.js"
 import { errorAnswer, errorForm, REQUEST_CONTENT_TYPES, REST_ROUTES, RestBinding, type RestRoute } from "../lib/a2a/rest.js"
 import type { createAuthentication } from "./authenticate.js"
-import { closeAfterRefusal, countRefusal, type A2ARouteConfig } from "./http-errors.js"
+import { closeAfterRefusal, countRefusal, type A2ARouteConfig, sheddingRefusal } from "./http-errors.js"
 import { OpenStreams } from "../lib/streams/open-streams.js"
 import { logA2ARequest } from "./request-log.js"
 import { writeEvents } from "./sse.js"
@@ -168,6 +168,8 @@ function refusal(err: FastifyError, request: FastifyRequest): { error: A2AError;
   // Refusals raised as A2AErrors: excess depth (the table's status), the rate limit's and authentication's (their own).
   const raised: unknown = err
   if (raised instanceof A2AError) return { error: raised, status: "statusCode" in raised ? err.statusCode : undefined }
+  const shed = sheddingRefusal(err)
+  if (shed) return { error: shed, status: 503 }
   const status = err.statusCode ?? 500
   if (status >= 400 && status < 500) return { error: new A2AError(ErrorCode.InvalidRequest, `Invalid request: ${err.message}`), status }
   request.log.error({ err }, "a2a route failed")

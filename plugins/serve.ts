@@ -5,11 +5,13 @@ import { pino, type DestinationStream, type Logger as PinoLogger, type LoggerOpt
 import type { LogFormat } from "../lib/cli.js"
 import type { Client } from "../lib/client/client.js"
 import { splitAddress } from "../lib/grpc/address.js"
+import { MAX_TIMER_MS } from "../lib/duration.js"
 import { splitHostPort } from "../lib/host-port.js"
 import { provideToolkitServer } from "../lib/tools/toolkit.js"
 import type { Toolkit } from "../lib/tools/types.js"
 import { toolnexusA2A, type ToolnexusA2AOptions } from "./a2a.js"
 import { pluginTimeoutFor } from "./options.js"
+import { endUnusedConnectionsOnClose } from "./unused-connections.js"
 import { applyToSecureServer, timeoutOptions, type ServerTimeouts } from "./server-timeouts.js"
 
 export interface ServeOptions {
@@ -56,10 +58,25 @@ export interface ServedAgent<App extends FastifyInstance | SecureFastifyInstance
   app: App
   /** With `grpc`: the address gRPC listens on, "host:port", as a gRPC client dials it. */
   grpc?: string
-  /** Lets running tasks finish (or marks them failed after the grace period), closes the server and the store it opened. Idempotent. */
-  stop(): Promise<void>
+  /**
+   * Lets running tasks finish (or marks them failed after the grace period), closes the server and the store it opened.
+   * With `drainMs`, drains first: readiness answers 503 at once while everything else keeps serving for that long
+   * (docs/guides/deployment.md). Idempotent; a call while a drain waits skips the rest of the wait.
+   */
+  stop(options?: StopOptions): Promise<void>
   /** The same as stop(). */
-  close(): Promise<void>
+  close(options?: StopOptions): Promise<void>
+}
+
+/** How serve()'s stop() goes about it. */
+export interface StopOptions {
+  /**
+   * Drain first, for this many ms: `/readyz` answers 503 "draining" at once, every other route keeps serving (HTTP/1
+   * answers with `connection: close`), so load balancers see it and move traffic away; then the server stops
+   * accepting connections and, on a store whose event log other servers share, ends open streams so their
+   * peers resume elsewhere with Last-Event-ID, while running Tasks get the shutdown grace to finish.
+   */
+  drainMs?: number
 }
 
 declare module "../lib/tools/types.js" {
@@ -119,6 +136,7 @@ export async function serve(addr: string, opts: ServeOptions): Promise<ServedAge
     // The plugin is typed for Fastify's default server; its raw writes (SSE, a peer's close) work on HTTP/2's compat objects as well (test/plugins/https.test.ts).
     await (app as FastifyInstance).register(toolnexusA2A, { ...opts.a2a, client: opts.client, toolkit: opts.toolkit })
     if (https) closeSessionsOnClose(app as SecureFastifyInstance)
+    else endUnusedConnectionsOnClose(app as FastifyInstance)
     await app.listen({ host, port })
     if (opts.grpc !== undefined) grpc = await app.toolnexusGrpc.listen(opts.grpc, https && { tls: https })
   } catch (err) {
@@ -129,7 +147,33 @@ export async function serve(addr: string, opts: ServeOptions): Promise<ServedAge
   if (address === null || typeof address === "string") throw new Error(`serve: the server did not report a TCP address`)
   const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address
   let stopping: Promise<void> | undefined
-  const stop = () => (stopping ??= app.close())
+  let skipDrain: (() => void) | undefined
+  const stop = (options?: StopOptions): Promise<void> => {
+    if (stopping) {
+      skipDrain?.()
+      return stopping
+    }
+    const drainMs = options?.drainMs
+    if (drainMs === undefined) return (stopping = app.close())
+    if (!(Number.isFinite(drainMs) && drainMs >= 0 && drainMs <= MAX_TIMER_MS)) {
+      return Promise.reject(new TypeError(`serve: stop()'s drainMs should be a number of milliseconds from 0 to ${MAX_TIMER_MS}`))
+    }
+    app.toolnexusReadiness.drain()
+    const drained = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, drainMs)
+      skipDrain = () => {
+        clearTimeout(timer)
+        resolve()
+      }
+    })
+    return (stopping = drained.then(async () => {
+      // No new connection from here on, while the agent's close lets running Tasks finish; Fastify's own
+      // server.close() later finds the server closed already, so this one waits for the last connections.
+      const lastConnections = new Promise<void>((resolve) => app.server.close(() => resolve()))
+      await app.close()
+      await lastConnections
+    }))
+  }
   return { url: `${https ? "https" : "http"}://${shownHost}:${address.port}`, app, ...(grpc !== undefined && { grpc }), stop, close: stop }
 }
 

@@ -132,6 +132,7 @@ export interface ToolkitServeOptions {}
 /** What serving a toolkit gives back; completed by the Fastify layer like ToolkitServeOptions. */
 export interface ToolkitServedAgent {
   url: string
-  stop(): Promise<void>
-  close(): Promise<void>
+  /** Stops serving; the Fastify layer's options (a drain) are its `StopOptions`. */
+  stop(options?: { drainMs?: number }): Promise<void>
+  close(options?: { drainMs?: number }): Promise<void>
 }

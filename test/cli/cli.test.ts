@@ -20,8 +20,8 @@ import { callRpc, CLI_BIN, closedPort, modelServer, openAIText, postRpc, ROOT, r
 
 t.test("parseCli: defaults, env and flags", async (t) => {
   const retention = { terminalTtl: "30d" }
-  t.same(parseCli([], {}), { host: "127.0.0.1", port: 4000, store: "file:./.toolnexus/tasks", retention, name: "toolnexus agent", logFormat: "json" })
-  t.same(parseCli(["--port", "0", "--store", "memory", "--host", "::1"], { TOOLNEXUS_PORT: "9" }), { host: "::1", port: 0, store: "memory", retention, name: "toolnexus agent", logFormat: "json" })
+  t.same(parseCli([], {}), { host: "127.0.0.1", port: 4000, store: "file:./.toolnexus/tasks", retention, name: "toolnexus agent", logFormat: "json", drainDelayMs: 5000 })
+  t.same(parseCli(["--port", "0", "--store", "memory", "--host", "::1"], { TOOLNEXUS_PORT: "9" }), { host: "::1", port: 0, store: "memory", retention, name: "toolnexus agent", logFormat: "json", drainDelayMs: 5000 })
   const withModel = parseCli(["--model", "gpt-x"], { TOOLNEXUS_BASE_URL: "http://127.0.0.1:1/v1", TOOLNEXUS_STYLE: "anthropic", TOOLNEXUS_API_KEY: "k" })
   t.same(withModel !== "help" && withModel.model, { baseUrl: "http://127.0.0.1:1/v1", style: "anthropic", model: "gpt-x", apiKey: "k" })
   t.equal(parseCli(["-h"], {}), "help")
@@ -321,7 +321,7 @@ function stdoutLines(child: ReturnType<typeof spawn>, onLine: (line: string) => 
 }
 
 t.test("--log-format json writes pino JSON lines, even with TOOLNEXUS_LOG_FORMAT=pretty", async (t) => {
-  const child = spawn(process.execPath, [CLI_BIN, "--port", "0", "--store", "memory", "--log-format", "json"], { cwd: ROOT, env: { ...process.env, TOOLNEXUS_LOG_FORMAT: "pretty" } })
+  const child = spawn(process.execPath, [CLI_BIN, "--port", "0", "--store", "memory", "--log-format", "json"], { cwd: ROOT, env: { ...process.env, TOOLNEXUS_LOG_FORMAT: "pretty", TOOLNEXUS_DRAIN_DELAY: "0" } })
   t.teardown(() => child.kill("SIGKILL"))
   const lines: string[] = []
   const listening = new Promise<void>((resolve, reject) => {
@@ -344,7 +344,7 @@ t.test("--log-format json writes pino JSON lines, even with TOOLNEXUS_LOG_FORMAT
 })
 
 t.test("--log-format pretty writes pino-pretty lines, even when stdout is not a terminal", async (t) => {
-  const child = spawn(process.execPath, [CLI_BIN, "--port", "0", "--store", "memory", "--log-format", "pretty"], { cwd: ROOT })
+  const child = spawn(process.execPath, [CLI_BIN, "--port", "0", "--store", "memory", "--log-format", "pretty"], { cwd: ROOT, env: { ...process.env, TOOLNEXUS_DRAIN_DELAY: "0" } })
   t.teardown(() => child.kill("SIGKILL"))
   const lines: string[] = []
   const url = new Promise<string>((resolve, reject) => {
