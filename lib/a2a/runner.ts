@@ -394,11 +394,15 @@ export class TaskRunner {
         owners: historyOwners,
         tenant: tenant === false ? null : tenant,
       })
+      // Canceled (or stopped) while the history was read: the agent is not called with its signal already aborted.
+      if (record.finished) return
       const { id, contextId = "", history: own = [] } = record.task
       const message = own.at(-1) ?? { kind: "message" as const, messageId: "", role: "user" as const, parts: [] }
       const ctx = agentContext({ taskId: id, contextId, message, history, signal: record.controller.signal }, this.channelOf(record))
       const outcome = readOutcome(await this.agent(ctx))
       if (record.finished) return
+      // Stopped for passing maxTaskBytes, and it returned all the same: what it returns is not kept either.
+      if (record.overLimit !== undefined) return await this.tooBig(record, record.overLimit)
       // Status messages still being saved land before the last state.
       await record.writes
       if (record.finished) return
