@@ -26,6 +26,7 @@ const expected: Record<string, RegExp> = {
   "agent-as-tool": /^ok: the translator agent answered as a tool$/m,
   "streaming-resume": /^ok: the stream was cut and resumed with Last-Event-ID$/m,
   "grpc-client": /^ok: the SDK's gRPC client sent and read a Task$/m,
+  "own-agent": /^ok: an agent of your own streamed, added a file and a data artifact, and asked for input$/m,
 }
 
 const examplesDir = path.join(root, "examples")
