@@ -47,10 +47,12 @@ try {
 
   // 2. The answer, on a stream: the status message, the chunks, the artifacts, completed.
   const seen: string[] = []
-  for await (const event of sdk.sendMessageStream(say("Rome", { taskId: asked.id, contextId: asked.contextId }))) {
-    const payload = (event as { payload?: { $case: string; value: any } }).payload
-    if (payload?.$case === "statusUpdate") seen.push(`status ${TaskState[payload.value.status.state]}${payload.value.status.message ? `: ${textOf(payload.value.status.message.parts)}` : ""}`)
-    if (payload?.$case === "artifactUpdate") seen.push(`artifact ${payload.value.artifact.name}${payload.value.append ? " (more)" : ""}`)
+  for await (const { payload } of sdk.sendMessageStream(say("Rome", { taskId: asked.id, contextId: asked.contextId }))) {
+    if (payload?.$case === "statusUpdate") {
+      const { state, message } = payload.value.status ?? {}
+      seen.push(`status ${TaskState[state ?? 0]}${message ? `: ${textOf(message.parts)}` : ""}`)
+    }
+    if (payload?.$case === "artifactUpdate") seen.push(`artifact ${payload.value.artifact?.name}${payload.value.append ? " (more)" : ""}`)
   }
   for (const line of seen) console.log(`  ${line}`)
   assert.equal(seen.at(-1), "status TASK_STATE_COMPLETED")
