@@ -15,7 +15,8 @@ import { PostgresTaskStore } from "../../lib/stores/postgres/store.js"
 import type { TaskStore } from "../../lib/stores/task-store.js"
 import type { A2AMessage } from "../../lib/types.js"
 import { serve } from "../../plugins/serve.js"
-import { deferred, NATS_URL, PG_URL, tmpDir, waitFor } from "../fixtures/helpers.js"
+import Fastify from "fastify"
+import { callRpc, deferred, NATS_URL, PG_URL, rpc, tmpDir, waitFor } from "../fixtures/helpers.js"
 
 /**
  * An agent of the host's own, served on every store and driven by the
@@ -340,4 +341,41 @@ t.test("bad artifacts and appends to a finished artifact are TypeErrors the agen
     `TypeError: artifact ${done.artifacts[0].artifactId} is complete (its last chunk was sent): add a new artifact, or pass lastChunk: false to ctx.artifact() to stream into it`,
   ])
   t.same(done.artifacts.map((a: any) => sdkText(a.parts)), ["whole", "done"], "only the good artifact, then the answer")
+})
+
+t.test("push: a webhook gets the agent's status message as it is saved, and its artifacts with the last state", async (t) => {
+  const hook = Fastify()
+  const received: any[] = []
+  // Notifications come as application/a2a+json: read as text, parsed here.
+  hook.removeAllContentTypeParsers()
+  hook.addContentTypeParser("*", { parseAs: "string" }, (_request, body, done) => done(null, body))
+  hook.post("/hook", async (request) => {
+    received.push(JSON.parse(request.body as string))
+    return ""
+  })
+  await hook.listen({ port: 0, host: "127.0.0.1" })
+  t.teardown(() => hook.close())
+  const { port } = hook.server.address() as { port: number }
+  const agent: AgentFunction = async (ctx) => {
+    await ctx.status("halfway")
+    ctx.artifact({ name: "table", parts: [{ kind: "data", data: { rows: 2 } }] })
+    ctx.text("streamed ")
+    return "answer"
+  }
+  const served = await serve("127.0.0.1:0", { agent, a2a: { push: { allow: [`127.0.0.1:${port}`] } }, logger: false })
+  t.teardown(() => served.stop())
+  const sent = await callRpc(
+    served.url,
+    rpc("SendMessage", { message: { messageId: "m1", role: "ROLE_USER", parts: [{ text: "go" }] }, configuration: { taskPushNotificationConfig: { url: `http://127.0.0.1:${port}/hook` } } }),
+    { "a2a-version": "1.0" },
+  )
+  t.equal(sent.result.task.status.state, "TASK_STATE_COMPLETED")
+  await waitFor(() => received.some((body) => body.statusUpdate?.status.state === "TASK_STATE_COMPLETED"), 10_000, "the completed notification")
+  const seen = received.map((body) =>
+    body.statusUpdate
+      ? `${body.statusUpdate.status.state}${body.statusUpdate.status.message ? `: ${body.statusUpdate.status.message.parts[0].text}` : ""}`
+      : `artifact ${body.artifactUpdate.artifact.name}`,
+  )
+  t.same(seen, ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_WORKING: halfway", "artifact table", "artifact answer", "TASK_STATE_COMPLETED"])
+  t.equal(received.at(-2).artifactUpdate.artifact.parts[0].text, "streamed answer")
 })
