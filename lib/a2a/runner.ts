@@ -22,6 +22,9 @@ import { MAX_TIMER_MS } from "../duration.js"
 import type { SaveTransition } from "./transitions.js"
 import { tracesOnly, type Telemetry } from "../observe/telemetry.js"
 
+/** A run's status saves before its first (most runs never save one): nothing to wait for, so no await. */
+const NO_WRITES: Promise<void> = Promise.resolve()
+
 /** How many earlier messages of the same context reach the model. */
 const CONTEXT_MESSAGES = 50
 
@@ -327,7 +330,7 @@ export class TaskRunner {
       position: positionOf(task),
       added: [],
       addedBytes: 0,
-      writes: Promise.resolve(),
+      writes: NO_WRITES,
       logged: this.opts.recorder !== undefined && (this.opts.recorder.everyTask || opts.watch === true),
       traceContext: this.telemetry.here(),
       settled: new Promise((resolve) => (resolveSettled = resolve)),
@@ -404,8 +407,10 @@ export class TaskRunner {
       // Stopped for passing maxTaskBytes, and it returned all the same: what it returns is not kept either.
       if (record.overLimit !== undefined) return await this.tooBig(record, record.overLimit)
       // Status messages still being saved land before the last state.
-      await record.writes
-      if (record.finished) return
+      if (record.writes !== NO_WRITES) {
+        await record.writes
+        if (record.finished) return
+      }
       const streamed = record.answer?.soFarText ?? ""
       if (outcome.question !== undefined) {
         const question = agentMessage(record.task, outcome.question)
@@ -498,7 +503,7 @@ export class TaskRunner {
     record.finished = true
     // A save of the answer so far under way lands first: a store without ordered writes must not see it after the final one.
     if (record.progress !== undefined) await record.progress.settled()
-    await record.writes
+    if (record.writes !== NO_WRITES) await record.writes
     const status = { state, timestamp: now(), ...(statusText ? { message: agentMessage(record.task, statusText) } : {}) }
     const final: A2ATask = copyWith(record.task, { status, ...extra })
     try {
