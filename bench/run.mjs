@@ -14,6 +14,7 @@ import path from "node:path"
 import { fileURLToPath } from "node:url"
 import { bindingRounds } from "./bindings.mjs"
 import { observeRounds } from "./observe.mjs"
+import { ownAgentRounds } from "./own-agent.mjs"
 import { sharedRounds } from "./shared.mjs"
 import { steadyRows } from "./steady.mjs"
 import { replicaRows } from "./replicas.mjs"
@@ -109,6 +110,7 @@ const PHASES = {
   replicas: () => replicaRows({ settings, here, log }),
   storeList: storeListing,
   observe: () => observeRounds({ settings, here, log, scratch }),
+  ownAgent: () => ownAgentRounds({ settings, here, log }),
   fileStore: fileStoreOps,
   memory: memoryPerTasks,
   fileList: fileStoreList,

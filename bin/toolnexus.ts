@@ -7,21 +7,24 @@ let client
 try {
   config = parseCli(process.argv.slice(2), process.env, process.stdout.isTTY === true)
   // A refused model option (such as a baseUrl with a password) is a usage error too, not a crash.
-  if (config !== "help") client = clientFor(config)
+  if (config !== "help" && config.agentModule === undefined) client = clientFor(config)
 } catch (err) {
   console.error(`toolnexus: ${(err as Error).message}\n\n${USAGE}`)
   process.exit(2)
 }
-if (config === "help" || client === undefined) {
+if (config === "help") {
   console.log(USAGE)
   process.exit(0)
 }
 
 // The server's modules load once the flags are read: a refused flag or --help answers at once, even on a busy machine.
-const [{ createToolkit }, { createLogger, logDestination }] = await Promise.all([import("../lib/tools/toolkit.js"), import("../plugins/serve.js")])
+const [{ createToolkit }, { createLogger, logDestination, serve }] = await Promise.all([import("../lib/tools/toolkit.js"), import("../plugins/serve.js")])
 const log = createLogger({}, await logDestination(config.logFormat))
 let toolkit
+let ownAgent
 try {
+  // Your own agent calls its own tools: the toolkit is the built-in loop's.
+  if (config.agentModule !== undefined) ownAgent = await (await import("../lib/agent-module.js")).loadAgentModule(config.agentModule)
   toolkit = await createToolkit({
     ...(config.a2aAgents && { a2aAgents: config.a2aAgents.map((url) => ({ url })) }),
     ...(config.mcpServers && { mcpServers: config.mcpServers }),
@@ -33,8 +36,10 @@ try {
   console.error(`toolnexus: ${(err as Error).message}`)
   process.exit(1)
 }
-const agent = await toolkit.serve(`${config.host.includes(":") ? `[${config.host}]` : config.host}:${config.port}`, {
-  client,
+const address = `${config.host.includes(":") ? `[${config.host}]` : config.host}:${config.port}`
+const runs = ownAgent !== undefined ? { agent: ownAgent } : { client, toolkit }
+const agent = await serve(address, {
+  ...runs,
   a2a: {
     name: config.name,
     store: config.store,
@@ -58,7 +63,7 @@ log.info(
     ...(agent.grpc && { grpc: agent.grpc }),
     store: withoutPassword(config.store),
     retention: config.retention?.terminalTtl ?? "off",
-    model: client.model,
+    ...(client ? { model: client.model } : { agent: config.agentModule }),
     ...(config.a2aAgents && { a2aAgents: config.a2aAgents.map(withoutPassword) }),
     ...(config.mcpServers && { mcpServers: Object.keys(config.mcpServers), tools: toolkit.tools().length }),
     auth: config.tokens ? "tokens" : "none",
@@ -71,7 +76,7 @@ log.info(
   },
   "toolnexus agent listening",
 )
-if (!config.model) {
+if (client && !config.model) {
   log.warn({ model: client.model }, "no model configured: serving an offline echo agent; set --base-url and --model (and TOOLNEXUS_API_KEY) to serve a real one")
 }
 

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs"
+import path from "node:path"
 import { createSecureContext } from "node:tls"
 import { parseArgs } from "node:util"
 import { createClient, createLocalClient, type Client, type ClientOptions } from "./client/client.js"
@@ -26,6 +27,8 @@ interface CliConfig {
   name: string
   /** The endpoint URL the agent card advertises; absent, it follows each request's Host header. */
   publicUrl?: string
+  /** The module whose default export is the agent (--agent), resolved against the working directory; absent, the built-in loop. */
+  agentModule?: string
   /** The model to call; absent means the offline echo agent. */
   model?: Pick<ClientOptions, "baseUrl" | "style" | "model" | "apiKey" | "maxResponseBytes" | "maxLineLength" | "turnTimeoutMs">
   /** secret → principal, from TOOLNEXUS_TOKENS; absent means no authentication. */
@@ -84,6 +87,9 @@ Flags win over environment variables.
   --tls-key FILE       ... and this PEM private key, unencrypted; both or neither (TOOLNEXUS_TLS_KEY)
   --grpc HOST:PORT     also serve gRPC (the spec's A2AService) on this address, over TLS with
                        the --tls-cert certificate when set (TOOLNEXUS_GRPC; default: no gRPC)
+  --agent FILE         serve your own agent: a module whose default export is the agent function,
+                       async (ctx) => answer, instead of the built-in loop (TOOLNEXUS_AGENT;
+                       not with the model and tool flags below)
   --base-url URL       model endpoint, e.g. https://api.openai.com/v1 (TOOLNEXUS_BASE_URL)
   --style STYLE        "openai" or "anthropic" (TOOLNEXUS_STYLE, default openai)
   --model MODEL        model name (TOOLNEXUS_MODEL)
@@ -182,6 +188,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
       "tls-cert": { type: "string" },
       "tls-key": { type: "string" },
       grpc: { type: "string" },
+      agent: { type: "string" },
       "base-url": { type: "string" },
       style: { type: "string" },
       model: { type: "string" },
@@ -285,6 +292,13 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
   })
   const a2aAgents = a2aAgentUrls(values["a2a-agent"], env.TOOLNEXUS_A2A_AGENTS)
   const mcpServers = mcpConfigFile(setting("mcp-config"))
+  const agentModule = setting("agent")
+  if (agentModule !== undefined) {
+    // The model and the tools are the built-in loop's: an agent module brings its own.
+    const loopOnly = { "--base-url": baseUrl, "--model": model, "--style": values.style, "--model-* limits": modelLimits, "--a2a-agent": a2aAgents[0], "--mcp-config": mcpServers, "--max-tool-* limits": toolLimits }
+    const clash = Object.entries(loopOnly).find(([, value]) => value !== undefined)
+    if (clash) throw new Error(`--agent serves your own agent module, and ${clash[0]} is for the built-in tool-calling loop: give one or the other (your agent calls its own model and tools)`)
+  }
   const https = tlsFiles(setting("tls-cert"), setting("tls-key"))
   const grpc = setting("grpc")
   if (grpc !== undefined) {
@@ -301,6 +315,7 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     ...(retentionText !== "off" ? { retention: { terminalTtl: retentionText } } : {}),
     name: values.name ?? env.TOOLNEXUS_NAME ?? "toolnexus agent",
     ...(publicUrl ? { publicUrl } : {}),
+    ...(agentModule !== undefined ? { agentModule: path.resolve(agentModule) } : {}),
     ...(baseUrl && model ? { model: { baseUrl, style, model, apiKey: env.TOOLNEXUS_API_KEY, ...modelLimits } } : {}),
     ...(tokens ? { tokens } : {}),
     ...(unownedTasksBelongTo !== undefined ? { unownedTasksBelongTo } : {}),

@@ -22,3 +22,25 @@ export function credentialRedactor(headers: Readonly<Record<string, string>>): (
   if (secrets.length === 0) return (text) => text
   return (text) => secrets.reduce((redacted, secret) => redacted.split(secret).join("[redacted]"), text)
 }
+
+/** Environment variable names that say they hold a credential. */
+const CREDENTIAL_VARIABLE = /auth|key|token|secret|passw|credential/i
+/** A value shorter than this is not taken for a credential (it would blank out common words). */
+const MIN_SECRET_LENGTH = 8
+
+/**
+ * Blanks out of an error of code we did not write (an agent of the host's
+ * own) what looks like a credential: the value of every environment
+ * variable whose name says it holds one, a URL's password, a Bearer token.
+ * The same care as a model's error gets, without knowing the headers sent.
+ */
+export function redactCredentials(text: string, env: NodeJS.ProcessEnv = process.env): string {
+  const secrets = Object.entries(env)
+    .filter(([name, value]) => value !== undefined && value.length >= MIN_SECRET_LENGTH && CREDENTIAL_VARIABLE.test(name))
+    .map(([, value]) => value!)
+    .sort((a, b) => b.length - a.length)
+  return secrets
+    .reduce((redacted, secret) => redacted.split(secret).join("[redacted]"), text)
+    .replace(/(\/\/[^/\s:@]*):[^/\s@]+@/g, "$1:[redacted]@")
+    .replace(/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi, "$1 [redacted]")
+}

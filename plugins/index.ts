@@ -6,6 +6,7 @@
 export { toolnexusA2A, toolnexusA2APlugin, type ToolnexusA2AOptions } from "./a2a.js"
 export { serve, createLogger, type HttpsOptions, type SecureFastifyInstance, type ServeOptions, type ServedAgent, type StopOptions } from "./serve.js"
 export type { CardOptions } from "../lib/a2a/card.js"
+export type { AgentArtifact, AgentArtifactInput, AgentContext, AgentFunction, AgentOutcome } from "../lib/a2a/agent.js"
 export type { CardSigningOptions } from "../lib/a2a/card-signing.js"
 export type { ExtendedCardFields, ExtendedCardSource } from "../lib/a2a/extended-card.js"
 export type { ToolnexusGrpc } from "./grpc.js"

@@ -80,8 +80,7 @@ export async function createAgent(opts: ToolnexusA2AOptions, log: Logger, plugin
   const recorder = store.events === undefined ? undefined : new EventRecorder(store.events, log)
   const runner = new TaskRunner({
     store,
-    client: opts.client,
-    toolkit: opts.toolkit,
+    ...(opts.agent ? { agent: opts.agent } : { client: opts.client, toolkit: opts.toolkit }),
     log,
     events,
     maxRunning: opts.maxRunningTasks,

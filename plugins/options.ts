@@ -6,6 +6,7 @@ import type { ExtendedCardSource } from "../lib/a2a/extended-card.js"
 import { ABORT_WAIT_MS } from "../lib/a2a/runner.js"
 import { MAX_TIMER_MS } from "../lib/duration.js"
 import type { Client } from "../lib/client/client.js"
+import type { AgentFunction } from "../lib/a2a/agent.js"
 import { errorFields, type Logger } from "../lib/log.js"
 import { checkPushOptions, type PushOptions } from "../lib/push/options.js"
 import type { StoreErrorHandler } from "../lib/stores/background-errors.js"
@@ -18,9 +19,17 @@ import { splitHostPort } from "../lib/host-port.js"
 import { checkHealthOptions, type HealthOptions } from "./health-routes.js"
 
 export interface ToolnexusA2AOptions extends CardOptions {
-  /** Runs each task: `createClient(...)`, `createLocalClient(...)` or any object with `run(prompt, opts)`. */
-  client: Client
-  /** The tools the client may call. */
+  /**
+   * Your own agent, `async (ctx) => outcome`: it answers each Task through its context (docs/guides/own-agent.md).
+   * Give it or `client`, not both.
+   */
+  agent?: AgentFunction
+  /**
+   * Runs each task in the built-in tool-calling loop: `createClient(...)`, `createLocalClient(...)` or any
+   * object with `run(prompt, opts)`. Give it or `agent`, not both.
+   */
+  client?: Client
+  /** The tools the client may call (with `client` only). */
   toolkit?: Toolkit
   /** Where Tasks live: "memory" (default), "file:<dir>", or your own TaskStore. */
   store?: StoreSelector
@@ -164,9 +173,7 @@ export function pluginTimeoutFor(graceMs: number | undefined): number | undefine
 
 /** Throws at registration, naming the option and what it wanted, before anything is opened. */
 export function checkOptions(opts: ToolnexusA2AOptions): void {
-  if (!opts || typeof opts.client?.run !== "function") {
-    throw new TypeError("toolnexus: opts.client should be a client with run(prompt, opts), e.g. createClient({ baseUrl, style, model })")
-  }
+  checkAgentOption(opts)
   if (opts.toolkit !== undefined && typeof opts.toolkit?.execute !== "function") {
     throw new TypeError("toolnexus: opts.toolkit should be a toolkit from createToolkit()")
   }
@@ -219,6 +226,25 @@ export function checkOptions(opts: ToolnexusA2AOptions): void {
   }
   checkMetricsOption(opts.metrics)
   checkHealthOptions(opts.health)
+}
+
+/** Exactly one of opts.agent (your own) and opts.client (the built-in loop); a toolkit only with the client. */
+function checkAgentOption(opts: ToolnexusA2AOptions): void {
+  const hasAgent = opts?.agent !== undefined
+  const hasClient = opts?.client !== undefined
+  if (hasAgent && hasClient) {
+    throw new TypeError("toolnexus: give opts.agent or opts.client, not both: opts.agent is your own agent function, opts.client runs the built-in tool-calling loop")
+  }
+  if (!hasAgent && !hasClient) {
+    throw new TypeError("toolnexus: opts.agent or opts.client is required: your own agent, async (ctx) => answer, or a client for the built-in tool-calling loop, e.g. createClient({ baseUrl, style, model })")
+  }
+  if (hasAgent && typeof opts.agent !== "function") throw new TypeError("toolnexus: opts.agent should be a function, async (ctx) => answer (docs/guides/own-agent.md)")
+  if (hasClient && typeof opts.client?.run !== "function") {
+    throw new TypeError("toolnexus: opts.client should be a client with run(prompt, opts), e.g. createClient({ baseUrl, style, model })")
+  }
+  if (hasAgent && opts.toolkit !== undefined) {
+    throw new TypeError("toolnexus: opts.toolkit goes with opts.client (the built-in loop calls its tools); with opts.agent, your agent calls the tools it needs itself")
+  }
 }
 
 function checkMetricsOption(metrics: unknown): void {

@@ -4,6 +4,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyHttp2SecureOptions, type F
 import { pino, type DestinationStream, type Logger as PinoLogger, type LoggerOptions } from "pino"
 import type { LogFormat } from "../lib/cli.js"
 import type { Client } from "../lib/client/client.js"
+import type { AgentFunction } from "../lib/a2a/agent.js"
 import { splitAddress } from "../lib/grpc/address.js"
 import { MAX_TIMER_MS } from "../lib/duration.js"
 import { splitHostPort } from "../lib/host-port.js"
@@ -15,12 +16,14 @@ import { endUnusedConnectionsOnClose } from "./unused-connections.js"
 import { applyToSecureServer, timeoutOptions, type ServerTimeouts } from "./server-timeouts.js"
 
 export interface ServeOptions {
-  /** Runs each task's tool-calling loop. */
-  client: Client
+  /** Your own agent, `async (ctx) => outcome` (docs/guides/own-agent.md); or `client`, not both. */
+  agent?: AgentFunction
+  /** Runs each task's built-in tool-calling loop; or `agent`, not both. */
+  client?: Client
   /** The tools the client may call; `toolkit.serve()` fills it in. */
   toolkit?: Toolkit
-  /** The agent card, the store and the limits: every plugin option but client, toolkit and prefix. */
-  a2a?: Omit<ToolnexusA2AOptions, "client" | "toolkit" | "prefix">
+  /** The agent card, the store and the limits: every plugin option but agent, client, toolkit and prefix. */
+  a2a?: Omit<ToolnexusA2AOptions, "agent" | "client" | "toolkit" | "prefix">
   /** `false` for no logs, pino options, or a ready pino logger. Default: JSON lines at info on stdout. */
   logger?: boolean | LoggerOptions | PinoLogger
   /**
@@ -134,7 +137,7 @@ export async function serve(addr: string, opts: ServeOptions): Promise<ServedAge
   }
   try {
     // The plugin is typed for Fastify's default server; its raw writes (SSE, a peer's close) work on HTTP/2's compat objects as well (test/plugins/https.test.ts).
-    await (app as FastifyInstance).register(toolnexusA2A, { ...opts.a2a, client: opts.client, toolkit: opts.toolkit })
+    await (app as FastifyInstance).register(toolnexusA2A, { ...opts.a2a, ...(opts.agent !== undefined && { agent: opts.agent }), client: opts.client, toolkit: opts.toolkit })
     if (https) closeSessionsOnClose(app as SecureFastifyInstance)
     else endUnusedConnectionsOnClose(app as FastifyInstance)
     await app.listen({ host, port })

@@ -5,7 +5,7 @@ import { MAX_PAGE_SIZE } from "../stores/list.js"
 import type { TaskStore } from "../stores/task-store.js"
 import type { A2AMessage, A2APart, A2ATask } from "../types.js"
 
-/** What the model sees of a Task: its latest message as the prompt, what came before as history. */
+/** What an agent sees of a Task: its latest message, what came before as history; and the model's view of both. */
 
 /**
  * The conversation before the task's latest message: the earlier tasks of
@@ -13,10 +13,10 @@ import type { A2AMessage, A2APart, A2ATask } from "../types.js"
  * are among `owners` (what the caller may read: ownersVisibleTo), then its
  * own history, the last `limit` messages.
  */
-export async function earlierTurns(
+export async function earlierMessages(
   task: A2ATask,
   opts: { store: TaskStore; log: Logger; limit: number; lookUpContext: boolean; owners: ReadonlyArray<string | null> | undefined; tenant: string | null },
-): Promise<ChatMessage[]> {
+): Promise<A2AMessage[]> {
   const own = (task.history ?? []).slice(0, -1)
   let earlier: A2AMessage[] = []
   const { store } = opts
@@ -32,7 +32,12 @@ export async function earlierTurns(
       opts.log.warn({ taskId: task.id, contextId: task.contextId, ...errorFields(err) }, "could not read the context's earlier turns")
     }
   }
-  return [...earlier, ...own].slice(-opts.limit).map((message) => ({ role: message.role === "user" ? "user" : "assistant", content: promptFrom(message) }))
+  return [...earlier, ...own].slice(-opts.limit)
+}
+
+/** Messages as the model reads them: the peer's as the user's, the agent's as its own, each part as text. */
+export function chatMessages(messages: readonly A2AMessage[]): ChatMessage[] {
+  return messages.map((message) => ({ role: message.role === "user" ? "user" : "assistant", content: promptFrom(message) }))
 }
 
 /** A text message from the agent about a Task: its answer, its question, or why it failed. */

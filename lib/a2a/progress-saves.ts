@@ -34,6 +34,11 @@ export class ProgressSaves {
     this.timer = undefined
   }
 
+  /** Resolves once a save under way has landed (or failed); later ones may follow. */
+  async idle(): Promise<void> {
+    await this.saving
+  }
+
   /** Stops, and resolves once a save under way has landed (or failed). */
   async settled(): Promise<void> {
     this.stop()

@@ -1,138 +1,29 @@
 import { randomUUID } from "node:crypto"
-import type { Client, TextInfo } from "../client/client.js"
-import { errorFields, type Logger } from "../log.js"
+import { redactCredentials } from "../redact.js"
+import { errorFields } from "../log.js"
 import { StoreFullError } from "../stores/store-full.js"
-import { TaskConflictError, type TaskStore } from "../stores/task-store.js"
-import type { Toolkit } from "../tools/types.js"
-import type { A2AArtifact, A2AMessage, A2ATask, TaskState } from "../types.js"
+import { TaskConflictError } from "../stores/task-store.js"
+import type { A2AArtifact, A2AMessage, A2APart, A2ATask, TaskState } from "../types.js"
 import { isFinalForNow, isTerminal } from "./states.js"
-import { agentMessage, earlierTurns, promptFrom } from "./conversation.js"
+import { agentMessage, earlierMessages } from "./conversation.js"
+import type { AgentFunction } from "./agent.js"
+import { agentContext, readOutcome, type RunChannel } from "./agent-context.js"
+import { toolLoopAgent } from "./tool-loop-agent.js"
 import { A2AError, ErrorCode, truncate } from "./errors.js"
-import { artifactEvent, eventQueue, statusEvent, type EventQueue, type PositionedEvent, type TaskEvent, type TaskEvents } from "../streams/events.js"
-import type { EventRecorder } from "../streams/event-recorder.js"
+import { artifactEvent, eventQueue, statusEvent, type PositionedEvent, type TaskEvent } from "../streams/events.js"
 import { ProgressSaves } from "./progress-saves.js"
 import { StreamedAnswer } from "./streamed-answer.js"
+import { DEFAULT_PROGRESS_SAVE_MS, now, type CurrentTask, type PendingFinalSave, type Running, type StartedTask, type StartOptions, type TaskRunnerOptions } from "./run-record.js"
+export { DEFAULT_PROGRESS_SAVE_MS, type CurrentTask, type StartedTask } from "./run-record.js"
 import { DEFAULT_MAX_TASK_BYTES, jsonBytes, jsonBytesAtMost, jsonBytesAtMostOf } from "./task-size.js"
 import { currentRunner, internalsOf, ownersVisibleTo, positionOf, retireRunner, tenantOf, withInternals, withPosition, type RunnerId } from "../internals.js"
 import { copyWith } from "../objects.js"
 import { MAX_TIMER_MS } from "../duration.js"
 import type { SaveTransition } from "./transitions.js"
-import type { Context } from "@opentelemetry/api"
 import { tracesOnly, type Telemetry } from "../observe/telemetry.js"
 
-interface TaskRunnerOptions {
-  store: TaskStore
-  client: Client
-  toolkit?: Toolkit
-  log: Logger
-  events: TaskEvents
-  /** Tasks run at once; more wait in a queue, still `submitted` (default 32). */
-  maxRunning?: number
-  /** Tasks that may wait; beyond it a new task is refused (default 1000). */
-  maxQueued?: number
-  /** Largest Task, in UTF-8 bytes of its JSON: a message that would pass it is refused, an answer that would is not kept (default 4 MiB). */
-  maxTaskBytes?: number
-  /** How each state change is written (with push on, with its notifications: transitionSaver); default `store.save`. */
-  saveTransition?: SaveTransition
-  /**
-   * Writes the events streams are sent to the store's event log (when it has one), so a dropped
-   * stream can resume: every Task's, when other servers read the log (`everyTask`), else a Task's
-   * from its first stream on, the only ones a peer can ask for again (it resumes after an id it was sent).
-   */
-  recorder?: EventRecorder
-  /** While the model writes, the answer so far is saved at most this often, so GetTask shows it (default 250 ms; 0: after every chunk). */
-  progressSaveMs?: number
-  /** Hears each run, state change, model call and tool call; omitted, spans only. */
-  telemetry?: Telemetry
-}
-
-/** How often, at most, a streamed answer's text so far is saved while the model writes. */
-export const DEFAULT_PROGRESS_SAVE_MS = 250
-
-/** Who asked for a task, and whether they want its events. */
-interface StartOptions {
-  /** The authenticated principal; the Task is visible only to it. */
-  principal?: string
-  /** The tenant a new Task is created under (a 1.0 request's `tenant`); null or omitted: none. A continued Task keeps its own. */
-  tenant?: string | null
-  /**
-   * The owners whose Tasks of the same context may reach the model's history: what the caller may
-   * read (ownersVisibleTo). Omitted: ownersVisibleTo(principal), the principal's own Tasks.
-   */
-  historyOwners?: ReadonlyArray<string | null>
-  /** Subscribe to the task's events before it starts (for streams). */
-  watch?: boolean
-  /** Runs once the Task's id is known, before its first save: an inline push config is stored there, so no notification is missed. */
-  beforeSave?: (taskId: string) => Promise<void>
-}
-
-/** A started or resumed task: the Task as first saved, and what it settles into. */
-export interface StartedTask {
-  task: A2ATask
-  /** Resolves with the Task once it is terminal or waits for input; never rejects. */
-  settled: Promise<A2ATask>
-  /** The task's events from the first one on, when `watch` was asked for. */
-  events?: EventQueue
-}
-
-/** A Task running here as it stands this instant: the answer streamed so far included, and the position of its last event. */
-export interface CurrentTask {
-  task: A2ATask
-  position: number
-}
-
-
-/** A final save that failed, waiting for its next try. */
-interface PendingFinalSave {
-  record: Running
-  final: A2ATask
-  artifact?: A2AArtifact
-  /** Tries so far. */
-  attempt: number
-  /** The wait before the next try; undefined while a try is under way. */
-  timer?: NodeJS.Timeout
-  /** The latest try: under way, or settled (the first, failed one, until the timer starts the next). */
-  saving: Promise<void>
-}
-
-/** One run of a task in this process, queued or going. */
-interface Running {
-  task: A2ATask
-  controller: AbortController
-  /** Set once the run's last state is being written: nothing is saved after it. */
-  finished: boolean
-  /** The Task's size when launched, in UTF-8 bytes of its JSON, or a bound above it (see bytesOf). */
-  bytes: number
-  lookUpContext: boolean
-  /** Whose earlier Tasks of the context the model may see (undefined: everyone's, without authentication). */
-  historyOwners: ReadonlyArray<string | null> | undefined
-  /** Registered while its first save is awaited (a follow-up's): neither running nor queued yet. */
-  unscheduled: boolean
-  settled: Promise<A2ATask>
-  settle: () => void
-  /** The position of the last event published (0: none yet). */
-  position: number
-  /** The answer the model streams, from its first chunk on. */
-  answer?: StreamedAnswer
-  /** Saves of the answer so far, from its first chunk on. */
-  progress?: ProgressSaves
-  /** Its events go to the event log: every Task's do (recorder.everyTask), or a stream follows it. */
-  logged: boolean
-  /** The trace context of the request that started it: its run is traced under it, whenever the run begins. */
-  traceContext: Context
-}
-
-/** ISO-8601 UTC now; formatted once per millisecond, as a busy server asks many times in one (3% of SendMessage CPU). */
-let lastMs = -1
-let lastIso = ""
-const now = (): string => {
-  const ms = Date.now()
-  if (ms !== lastMs) {
-    lastMs = ms
-    lastIso = new Date(ms).toISOString()
-  }
-  return lastIso
-}
+/** A run's status saves before its first (most runs never save one): nothing to wait for, so no await. */
+const NO_WRITES: Promise<void> = Promise.resolve()
 
 /** How many earlier messages of the same context reach the model. */
 const CONTEXT_MESSAGES = 50
@@ -175,9 +66,14 @@ export class TaskRunner {
   private readonly save: SaveTransition
   private readonly progressSaveMs: number
   private readonly telemetry: Telemetry
+  /** What answers each Task. */
+  private readonly agent: AgentFunction
 
   constructor(private readonly opts: TaskRunnerOptions) {
     this.telemetry = opts.telemetry ?? tracesOnly
+    if (opts.agent !== undefined) this.agent = opts.agent
+    else if (opts.client !== undefined) this.agent = toolLoopAgent(opts.client, opts.toolkit, this.telemetry)
+    else throw new TypeError("TaskRunner: give an agent, or a client (and toolkit) for the built-in tool-calling loop")
     this.save = opts.saveTransition ?? ((task) => opts.store.save(task))
     this.progressSaveMs = opts.progressSaveMs ?? DEFAULT_PROGRESS_SAVE_MS
     this.maxRunning = opts.maxRunning ?? 32
@@ -432,6 +328,9 @@ export class TaskRunner {
       historyOwners: opts.historyOwners ?? ownersVisibleTo(opts.principal),
       unscheduled: true,
       position: positionOf(task),
+      added: [],
+      addedBytes: 0,
+      writes: NO_WRITES,
       logged: this.opts.recorder !== undefined && (this.opts.recorder.everyTask || opts.watch === true),
       traceContext: this.telemetry.here(),
       settled: new Promise((resolve) => (resolveSettled = resolve)),
@@ -486,12 +385,11 @@ export class TaskRunner {
 
   private async fulfilObserved(record: Running): Promise<void> {
     const { lookUpContext, historyOwners } = record
-    const { client, toolkit } = this.opts
     try {
       await this.transition(record, { ...record.task, status: { state: "working", timestamp: now() } })
       // The context's earlier Tasks of the Task's own tenant only (a tenant field not written by this server: none of them).
       const tenant = tenantOf(record.task)
-      const history = await earlierTurns(record.task, {
+      const history = await earlierMessages(record.task, {
         store: this.opts.store,
         log: this.opts.log,
         limit: CONTEXT_MESSAGES,
@@ -499,30 +397,79 @@ export class TaskRunner {
         owners: historyOwners,
         tenant: tenant === false ? null : tenant,
       })
-      const prompt = promptFrom(record.task.history?.at(-1))
-      // A turn answered whole is sent whole with the state it ends in, as one artifact event, not as chunks.
-      const onText = (delta: string, info: TextInfo) => {
-        if (!info.whole) this.streamText(record, delta, info.turn)
-      }
-      const result = await client.run(prompt, { toolkit, signal: record.controller.signal, history, onText, observer: this.telemetry })
+      // Canceled (or stopped) while the history was read: the agent is not called with its signal already aborted.
       if (record.finished) return
-      const answer = agentMessage(record.task, result.text)
-      const history2 = [...(record.task.history ?? []), answer]
-      if (result.inputRequired) {
-        const extra = { history: history2, status: { state: "input-required" as const, timestamp: now(), message: answer } }
-        const tooBig = this.answerTooBig(record, result.text, extra)
-        await (tooBig ? this.finish(record, "failed", tooBig) : this.finish(record, "input-required", undefined, extra))
+      const { id, contextId = "", history: own = [] } = record.task
+      const message = own.at(-1) ?? { kind: "message" as const, messageId: "", role: "user" as const, parts: [] }
+      const ctx = agentContext({ taskId: id, contextId, message, history, signal: record.controller.signal }, this.channelOf(record))
+      const outcome = readOutcome(await this.agent(ctx))
+      if (record.finished) return
+      // Stopped for passing maxTaskBytes, and it returned all the same: what it returns is not kept either.
+      if (record.overLimit !== undefined) return await this.tooBig(record, record.overLimit)
+      // Status messages still being saved land before the last state.
+      if (record.writes !== NO_WRITES) {
+        await record.writes
+        if (record.finished) return
+      }
+      const streamed = record.answer?.soFarText ?? ""
+      if (outcome.question !== undefined) {
+        const question = agentMessage(record.task, outcome.question)
+        // Text streamed before the question stays, as the answer so far.
+        const artifact = streamed === "" ? undefined : this.answerArtifact(record, streamed)
+        const extra = {
+          history: [...own, question],
+          status: { state: "input-required" as const, timestamp: now(), message: question },
+          ...(artifact && { artifacts: [...(record.task.artifacts ?? []), artifact] }),
+        }
+        const tooBig = this.answerTooBig(record, outcome.question + streamed, extra)
+        await (tooBig ? this.tooBig(record, tooBig) : this.finish(record, "input-required", undefined, extra, artifact))
         return
       }
-      const artifact: A2AArtifact = { artifactId: record.answer?.artifactId ?? randomUUID(), name: "answer", parts: [{ kind: "text", text: result.text }] }
-      const extra = { history: history2, artifacts: [...(record.task.artifacts ?? []), artifact] }
-      const tooBig = this.answerTooBig(record, result.text, extra)
-      await (tooBig ? this.finish(record, "failed", tooBig) : this.finish(record, "completed", undefined, extra, artifact))
+      // Nothing streamed and nothing returned: completed without an answer (the agent's artifacts are its work).
+      if (outcome.answer === undefined && record.answer === undefined) {
+        await this.finish(record, "completed")
+        return
+      }
+      const text = streamed + (outcome.answer ?? "")
+      const artifact = this.answerArtifact(record, text)
+      const extra = { history: [...own, agentMessage(record.task, text)], artifacts: [...(record.task.artifacts ?? []), artifact] }
+      const tooBig = this.answerTooBig(record, text, extra)
+      await (tooBig ? this.tooBig(record, tooBig) : this.finish(record, "completed", undefined, extra, artifact))
     } catch (err) {
       if (record.finished) return
       const reason = record.controller.signal.aborted ? String((record.controller.signal.reason as Error)?.message ?? "aborted") : describeError(err)
       this.opts.log.warn({ taskId: record.task.id, ...errorFields(err) }, "task failed")
-      await this.finish(record, "failed", `The agent failed: ${truncate(reason, MAX_REASON_CHARS)}`)
+      if (record.overLimit !== undefined) this.dropAdded(record)
+      await this.finish(record, "failed", record.overLimit ?? `The agent failed: ${truncate(redactCredentials(reason), MAX_REASON_CHARS)}`)
+    }
+  }
+
+  /** Ends a run whose output would pass maxTaskBytes failed, without it: the answer and the artifacts it added are not kept. */
+  private async tooBig(record: Running, why: string): Promise<void> {
+    this.dropAdded(record)
+    await this.finish(record, "failed", why)
+  }
+
+  /** Takes the artifacts the agent added in this run out of the Task. */
+  private dropAdded(record: Running): void {
+    if (record.added.length === 0) return
+    const added = new Set(record.added)
+    record.task = copyWith(record.task, { artifacts: (record.task.artifacts ?? []).filter((artifact) => !added.has(artifact.artifactId ?? "")) })
+    record.added = []
+  }
+
+  /** The Task's `answer` artifact with this text: the one streamed into, when it was. */
+  private answerArtifact(record: Running, text: string): A2AArtifact {
+    return { artifactId: record.answer?.artifactId ?? randomUUID(), name: "answer", parts: [{ kind: "text", text }] }
+  }
+
+  /** How the agent's calls on its context reach this run. */
+  private channelOf(record: Running): RunChannel {
+    return {
+      text: (delta, anew) => this.streamText(record, delta, anew),
+      addArtifact: (artifact, lastChunk) => this.addArtifact(record, artifact, lastChunk),
+      appendArtifact: (artifactId, parts, lastChunk) => this.appendArtifact(record, artifactId, parts, lastChunk),
+      status: (text) => this.workingStatus(record, text),
     }
   }
 
@@ -533,7 +480,7 @@ export class TaskRunner {
    * it might not fit.
    */
   private answerTooBig(record: Running, text: string, extra: Partial<A2ATask>): string | undefined {
-    if (record.bytes + 2 * jsonBytesAtMost(text) + FINAL_STATE_MARGIN_BYTES <= this.maxTaskBytes) return undefined
+    if (record.bytes + record.addedBytes + 2 * jsonBytesAtMost(text) + FINAL_STATE_MARGIN_BYTES <= this.maxTaskBytes) return undefined
     const bytes = jsonBytes({ ...record.task, ...extra })
     if (bytes <= this.maxTaskBytes) return undefined
     this.opts.log.warn({ taskId: record.task.id, bytes, maxTaskBytes: this.maxTaskBytes }, "the agent's answer would pass maxTaskBytes; task failed")
@@ -556,6 +503,7 @@ export class TaskRunner {
     record.finished = true
     // A save of the answer so far under way lands first: a store without ordered writes must not see it after the final one.
     if (record.progress !== undefined) await record.progress.settled()
+    if (record.writes !== NO_WRITES) await record.writes
     const status = { state, timestamp: now(), ...(statusText ? { message: agentMessage(record.task, statusText) } : {}) }
     const final: A2ATask = copyWith(record.task, { status, ...extra })
     try {
@@ -592,7 +540,7 @@ export class TaskRunner {
     try {
       const events = this.transitionEvents(record, final, artifact)
       const positioned = withPosition(final, record.position + events.length)
-      await this.save(positioned, artifact)
+      await this.save(positioned, this.pushedArtifacts(record, positioned, artifact))
       this.pendingFinalSaves.delete(pending)
       record.task = positioned
       this.published(record, positioned, events)
@@ -612,13 +560,23 @@ export class TaskRunner {
     const events = this.transitionEvents(record, next, artifact)
     const positioned = withPosition(next, record.position + events.length)
     try {
-      await this.save(positioned, artifact)
+      await this.save(positioned, this.pushedArtifacts(record, positioned, artifact))
     } catch (err) {
       if (err instanceof TaskConflictError) this.endedElsewhere(record, err.stored)
       throw err
     }
     record.task = positioned
     this.published(record, positioned, events)
+  }
+
+  /**
+   * The artifacts a state change reports to push webhooks: at the run's last
+   * state, those the agent added in the run (as `task` holds them), then the answer.
+   */
+  private pushedArtifacts(record: Running, task: A2ATask, answer: A2AArtifact | undefined): A2AArtifact | A2AArtifact[] | undefined {
+    if (record.added.length === 0 || !record.finished) return answer
+    const added = (task.artifacts ?? []).filter((artifact) => artifact.artifactId !== undefined && record.added.includes(artifact.artifactId))
+    return answer === undefined ? added : [...added, answer]
   }
 
   /** What a state change sends: its status, after the artifact it adds (a streamed answer's end, when it was streamed). */
@@ -628,11 +586,69 @@ export class TaskRunner {
     return [record.answer === undefined ? artifactEvent(task, artifact) : record.answer.end(task, artifact), status]
   }
 
-  /** A chunk of the model's answer: sent to the Task's streams at once, its text so far saved now and then. */
-  private streamText(record: Running, delta: string, turn: number): void {
-    if (record.finished || typeof delta !== "string" || delta === "") return
+  /** A chunk of the agent's answer: sent to the Task's streams at once, its text so far saved now and then. An empty chunk anew only drops what was said. */
+  private streamText(record: Running, delta: string, anew: boolean): void {
+    if (record.finished) return
+    if (delta === "") {
+      if (anew) record.answer?.restart()
+      return
+    }
     record.answer ??= new StreamedAnswer()
-    this.publish(record, ++record.position, record.answer.chunk(record.task, delta, turn))
+    this.publish(record, ++record.position, record.answer.chunk(record.task, delta, anew))
+    this.saveProgressLater(record)
+  }
+
+  /** An artifact of the agent's own: in the Task from now on, sent to its streams at once, saved with the next progress save. */
+  private addArtifact(record: Running, artifact: A2AArtifact, lastChunk: boolean): void {
+    if (record.finished) return
+    record.task = copyWith(record.task, { artifacts: [...(record.task.artifacts ?? []), artifact] })
+    record.added.push(artifact.artifactId!)
+    record.addedBytes += jsonBytesAtMostOf(artifact, Infinity)
+    this.publish(record, ++record.position, { type: "artifact", taskId: record.task.id, contextId: record.task.contextId, artifact, append: false, lastChunk })
+    this.saveProgressLater(record)
+  }
+
+  /** More parts of an artifact the agent added: appended in the Task, sent to its streams as a chunk. */
+  private appendArtifact(record: Running, artifactId: string, parts: A2APart[], lastChunk: boolean): void {
+    if (record.finished) return
+    const artifacts = record.task.artifacts ?? []
+    const at = artifacts.findIndex((artifact) => artifact.artifactId === artifactId)
+    if (at === -1) return
+    const { parts: before, ...rest } = artifacts[at]
+    record.task = copyWith(record.task, { artifacts: artifacts.with(at, { ...rest, parts: [...before, ...parts] }) })
+    record.addedBytes += jsonBytesAtMostOf(parts, Infinity)
+    this.publish(record, ++record.position, { type: "artifact", taskId: record.task.id, contextId: record.task.contextId, artifact: { ...rest, parts }, append: true, lastChunk })
+    this.saveProgressLater(record)
+  }
+
+  /**
+   * A working status with the agent's message: sent to the Task's streams at
+   * once, then saved as a state change (so push sends it), after the ones
+   * before it. Never rejects.
+   */
+  private workingStatus(record: Running, text: string): Promise<void> {
+    if (record.finished) return record.writes
+    const status = { state: "working" as const, timestamp: now(), message: agentMessage(record.task, text) }
+    const position = ++record.position
+    record.task = withPosition(copyWith(record.task, { status }), position)
+    this.publish(record, position, statusEvent(record.task))
+    record.writes = record.writes.then(() => this.saveStatus(record))
+    return record.writes
+  }
+
+  /** Saves the Task as it stands (the answer so far in it), once a save of the answer under way has landed. Never rejects. */
+  private async saveStatus(record: Running): Promise<void> {
+    await record.progress?.idle()
+    if (record.finished) return
+    try {
+      await this.save(this.withAnswerSoFar(record))
+    } catch (err) {
+      if (err instanceof TaskConflictError) this.endedElsewhere(record, err.stored)
+      else this.opts.log.warn({ taskId: record.task.id, ...errorFields(err) }, "could not save the agent's status message; the next save will hold it")
+    }
+  }
+
+  private saveProgressLater(record: Running): void {
     record.progress ??= new ProgressSaves(this.progressSaveMs, () => this.saveProgress(record))
     record.progress.schedule()
   }
@@ -651,14 +667,25 @@ export class TaskRunner {
   private async saveProgress(record: Running): Promise<void> {
     if (record.finished) return
     const snapshot = this.withAnswerSoFar(record)
-    const roomy = record.bytes + 2 * jsonBytesAtMost(record.answer?.soFarText ?? "") + FINAL_STATE_MARGIN_BYTES <= this.maxTaskBytes
-    if (!roomy && jsonBytes(snapshot) > this.maxTaskBytes) return
+    const roomy = record.bytes + record.addedBytes + 2 * jsonBytesAtMost(record.answer?.soFarText ?? "") + FINAL_STATE_MARGIN_BYTES <= this.maxTaskBytes
+    if (!roomy) {
+      const bytes = jsonBytes(snapshot)
+      if (bytes > this.maxTaskBytes) return this.passedLimit(record, bytes)
+    }
     try {
       await this.opts.store.save(snapshot)
     } catch (err) {
       if (err instanceof TaskConflictError) this.endedElsewhere(record, err.stored)
       else this.opts.log.warn({ taskId: record.task.id, ...errorFields(err) }, "could not save the answer so far; the final save will hold it")
     }
+  }
+
+  /** The answer and artifacts so far passed maxTaskBytes: the run is stopped (its signal aborted), and the Task ends failed saying why. */
+  private passedLimit(record: Running, bytes: number): void {
+    if (record.overLimit !== undefined) return
+    record.overLimit = `The agent's answer and artifacts so far made this Task ${bytes} bytes, over this agent's limit of ${this.maxTaskBytes} bytes per Task (maxTaskBytes); the run was stopped and what it added was not kept`
+    this.opts.log.warn({ taskId: record.task.id, bytes, maxTaskBytes: this.maxTaskBytes }, "the agent's output passed maxTaskBytes; its run was stopped")
+    record.controller.abort(new Error(record.overLimit))
   }
 
   /**

@@ -4,28 +4,33 @@ import type { A2AArtifact, A2ATask } from "../types.js"
 import { artifactEvent, type TaskEvent } from "../streams/events.js"
 
 /**
- * The answer a model streams in one run: the artifact its chunks build and
+ * The answer an agent streams in one run: the artifact its chunks build and
  * the events they make. The first chunk creates the artifact, every later
- * one appends; a later turn (after tool calls) writes the answer anew, so
- * its first chunk replaces what the earlier turn said. All in memory: no I/O.
+ * one appends; a chunk `anew` (the built-in loop's next model turn, after
+ * tool calls) writes the answer anew, replacing what was said before. All in
+ * memory: no I/O.
  */
 export class StreamedAnswer {
   /** The artifact the chunks build, and the final answer keeps. */
   readonly artifactId = randomUUID()
-  /** The model turn whose text this is. */
-  private turn = 0
-  /** What the current turn has said so far. */
+  /** A chunk was sent since the answer last started: the next one appends. */
+  private started = false
+  /** What the answer says so far. */
   private text = ""
 
-  /** The event of a chunk of `turn`'s text (not empty). */
-  chunk(task: A2ATask, delta: string, turn: number): TaskEvent {
-    const append = this.turn === turn
-    if (!append) {
-      this.turn = turn
-      this.text = ""
-    }
+  /** The event of a chunk (not empty); `anew`, it replaces what came before. */
+  chunk(task: A2ATask, delta: string, anew: boolean): TaskEvent {
+    const append = this.started && !anew
+    if (!append) this.text = ""
+    this.started = true
     this.text += delta
     return { type: "artifact", taskId: task.id, contextId: task.contextId, artifact: this.artifact(delta), append, lastChunk: false }
+  }
+
+  /** Drops what was said: the next chunk starts the answer anew. */
+  restart(): void {
+    this.started = false
+    this.text = ""
   }
 
   /** How much the answer so far weighs: its text. */

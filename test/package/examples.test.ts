@@ -27,6 +27,7 @@ const expected: Record<string, RegExp> = {
   "streaming-resume": /^ok: the stream was cut and resumed with Last-Event-ID$/m,
   "grpc-client": /^ok: the SDK's gRPC client sent and read a Task$/m,
   "ai-sdk-model": /^ok: the AI SDK model called the tool and its answer streamed through the served agent$/m,
+  "own-agent": /^ok: an agent of your own streamed, added a file and a data artifact, and asked for input$/m,
 }
 
 const examplesDir = path.join(root, "examples")
