@@ -18,9 +18,14 @@ export function credentialRedactor(headers: Readonly<Record<string, string>>): (
     .filter(([name]) => CREDENTIAL_HEADER.test(name))
     .flatMap(([, value]) => [value, value.trim().split(/\s+/).at(-1) ?? ""])
     .filter((secret) => secret.length > 0)
-    .sort((a, b) => b.length - a.length)
   if (secrets.length === 0) return (text) => text
-  return (text) => secrets.reduce((redacted, secret) => redacted.split(secret).join("[redacted]"), text)
+  return blankOut(secrets)
+}
+
+/** Replaces each of `secrets` in a text with "[redacted]", the longer first, so one that holds another goes whole. */
+function blankOut(secrets: string[]): (text: string) => string {
+  const longestFirst = [...secrets].sort((a, b) => b.length - a.length)
+  return (text) => longestFirst.reduce((redacted, secret) => redacted.split(secret).join("[redacted]"), text)
 }
 
 /** Environment variable names that say they hold a credential. */
@@ -38,9 +43,7 @@ export function redactCredentials(text: string, env: NodeJS.ProcessEnv = process
   const secrets = Object.entries(env)
     .filter(([name, value]) => value !== undefined && value.length >= MIN_SECRET_LENGTH && CREDENTIAL_VARIABLE.test(name))
     .map(([, value]) => value!)
-    .sort((a, b) => b.length - a.length)
-  return secrets
-    .reduce((redacted, secret) => redacted.split(secret).join("[redacted]"), text)
+  return blankOut(secrets)(text)
     .replace(/(\/\/[^/\s:@]*):[^/\s@]+@/g, "$1:[redacted]@")
     .replace(/\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{8,}/gi, "$1 [redacted]")
 }
