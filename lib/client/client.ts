@@ -1,3 +1,4 @@
+import { unlessAborted } from "../abort.js"
 import type { Tool, Toolkit, ToolResult } from "../tools/types.js"
 import type { JsonObject } from "../types.js"
 import { aiSdkModel } from "../models/ai-sdk.js"
@@ -317,24 +318,6 @@ async function runTool(call: ModelToolCall, toolkit: Toolkit | undefined, signal
   return toolkit.execute(call.name, call.args, { signal })
 }
 
-/** Settles with `work`, or rejects with the abort reason as soon as the signal aborts: a model or tool that ignores the signal cannot hold the run. */
-function unlessAborted<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return work
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason)
-    signal.addEventListener("abort", onAbort, { once: true })
-    work.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort)
-        resolve(value)
-      },
-      (err: unknown) => {
-        signal.removeEventListener("abort", onAbort)
-        reject(err)
-      },
-    )
-  })
-}
 
 function addUsage(a: Usage, b: Usage): Usage {
   return {

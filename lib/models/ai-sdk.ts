@@ -1,3 +1,4 @@
+import { unlessAborted } from "../abort.js"
 import { withTraceHeaders } from "../observe/propagation.js"
 import { credentialRedactor } from "../redact.js"
 import { parseRetryAfter } from "../retry-after.js"
@@ -148,7 +149,7 @@ async function attemptOnce(
   let done = false
   try {
     if (onText) await readStream(model, options, answer, onText, () => timer.refresh())
-    else answer.takeGenerated(await untilAborted(() => model.doGenerate(options), signal))
+    else answer.takeGenerated(await unlessAborted(() => model.doGenerate(options), signal))
     done = true
     return answer.ended()
   } catch (err) {
@@ -164,7 +165,7 @@ async function attemptOnce(
 
 async function readStream(model: AiSdkLanguageModel, options: AiSdkCallOptions, answer: Answer, onText: (delta: string) => void, touch: () => void): Promise<void> {
   const signal = options.abortSignal
-  const result: unknown = await untilAborted(() => model.doStream(options), signal)
+  const result: unknown = await unlessAborted(() => model.doStream(options), signal)
   const stream = isObject(result) ? (result as Partial<AiSdkStreamResult>).stream : undefined
   if (typeof stream?.getReader !== "function") throw new TypeError("doStream answered without a stream (a ReadableStream of parts)")
   const reader = stream.getReader()
@@ -174,7 +175,7 @@ async function readStream(model: AiSdkLanguageModel, options: AiSdkCallOptions, 
       touch()
       let read: { done: boolean; value?: unknown }
       try {
-        read = await untilAborted(() => reader.read(), signal)
+        read = await unlessAborted(() => reader.read(), signal)
       } catch (err) {
         if (signal.aborted) throw err
         // The stream itself failed (a connection cut mid-answer): a cut, retried like one when no text went out.
@@ -347,26 +348,6 @@ function errorWords(error: unknown): string {
   }
 }
 
-/** Settles with `start()`'s promise (a throw included), or rejects with the signal's reason when it aborts: a model that ignores its abortSignal cannot hold the turn. */
-function untilAborted<T>(start: () => PromiseLike<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason)
-    const onAbort = () => reject(signal.reason)
-    signal.addEventListener("abort", onAbort, { once: true })
-    Promise.resolve()
-      .then(start)
-      .then(
-        (value) => {
-          signal.removeEventListener("abort", onAbort)
-          resolve(value)
-        },
-        (err: unknown) => {
-          signal.removeEventListener("abort", onAbort)
-          reject(err)
-        },
-      )
-  })
-}
 
 /** The conversation as the AI SDK's prompt; a run of tool messages becomes one tool message, as the AI SDK itself sends them. */
 export function toPrompt(messages: readonly ChatMessage[]): AiSdkMessage[] {
