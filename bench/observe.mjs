@@ -15,10 +15,9 @@
 import { execFileSync } from "node:child_process"
 import fs from "node:fs"
 import path from "node:path"
-import { startChild, stopChild, withChildCpu } from "./child.mjs"
-import { getTaskBody, load, sendAndComplete, sendMessageBody } from "./load.mjs"
+import { startChild, stopChild } from "./child.mjs"
 import { median } from "./stats.mjs"
-import { alternatingRounds, mediansOf } from "./rounds.mjs"
+import { getAndSendRounds, mediansOf } from "./rounds.mjs"
 
 export const OBSERVE_SIDES = [
   { key: "off", label: "server A, the OpenTelemetry API alone (no SDK), metrics off" },
@@ -56,20 +55,7 @@ export async function observeRounds({ settings, here, log, scratch }) {
       running.push({ ...side, child, url: info.url })
     }
     log(`observe: servers up: ${running.map((s) => `${s.key} ${s.url}`).join(", ")}`)
-    /** @type {Record<string, string>} */
-    const seeded = {}
-    const seed = async () => {
-      for (const side of running) seeded[side.key] = (await sendAndComplete(side.url)).id
-    }
-    await seed()
-    /** @type {Record<string, (side: Running) => string>} */
-    const bodies = { GetTask: (side) => getTaskBody(seeded[side.key]), SendMessage: () => sendMessageBody() }
-    /** @param {Running} side @param {string} scenario @param {number} seconds */
-    const runOnce = (side, scenario, seconds) =>
-      withChildCpu(side.child, () => load({ url: side.url, body: bodies[scenario](side), seconds, connections: settings.connections, pipelining: settings.pipelining }))
-    log("observe: warming up (1 s per server and scenario)")
-    for (const scenario of SCENARIOS) for (const side of running) await runOnce(side, scenario, 1)
-    const samples = await alternatingRounds({ sides: running, scenarios: SCENARIOS, rounds: settings.rounds, seconds: settings.seconds, runOnce, log, label: "observe", before: seed })
+    const samples = await getAndSendRounds({ running, settings, log, label: "observe" })
     // The metrics servers counted what they served: a check that the "on" rows measured metrics that work.
     /** @type {Record<string, number>} */
     const counted = {}

@@ -3,10 +3,9 @@
 // JSON-RPC in interleaved rounds as the HTTP phase. The target: agent/loop ≥ 1.0× within the noise (the runner does
 // the same work around either; the loop's own steps are skipped).
 import path from "node:path"
-import { startChild, stopChild, withChildCpu } from "./child.mjs"
-import { getTaskBody, load, sendAndComplete, sendMessageBody } from "./load.mjs"
+import { startChild, stopChild } from "./child.mjs"
 import { median } from "./stats.mjs"
-import { alternatingRounds, mediansOf } from "./rounds.mjs"
+import { getAndSendRounds, mediansOf } from "./rounds.mjs"
 
 export const OWN_AGENT_SIDES = [
   { key: "loop", label: "server A, the built-in loop with createLocalClient answering at once" },
@@ -26,20 +25,7 @@ export async function ownAgentRounds({ settings, here, log }) {
       running.push({ ...side, child, url: info.url })
     }
     log(`ownAgent: servers up: ${running.map((s) => `${s.key} ${s.url}`).join(", ")}`)
-    /** @type {Record<string, string>} */
-    const seeded = {}
-    const seed = async () => {
-      for (const side of running) seeded[side.key] = (await sendAndComplete(side.url)).id
-    }
-    await seed()
-    /** @type {Record<string, (side: { key: string }) => string>} */
-    const bodies = { GetTask: (side) => getTaskBody(seeded[side.key]), SendMessage: () => sendMessageBody() }
-    /** @param {{ key: string, child: import("node:child_process").ChildProcess, url: string }} side @param {string} scenario @param {number} seconds */
-    const runOnce = (side, scenario, seconds) =>
-      withChildCpu(side.child, () => load({ url: side.url, body: bodies[scenario](side), seconds, connections: settings.connections, pipelining: settings.pipelining }))
-    log("ownAgent: warming up (1 s per server and scenario)")
-    for (const scenario of SCENARIOS) for (const side of running) await runOnce(side, scenario, 1)
-    const samples = await alternatingRounds({ sides: running, scenarios: SCENARIOS, rounds: settings.rounds, seconds: settings.seconds, runOnce, log, label: "ownAgent", before: seed })
+    const samples = await getAndSendRounds({ running, settings, log, label: "ownAgent" })
     /** @type {Record<string, { rate: number, cpu: number }>} */
     const ratios = {}
     for (const scenario of SCENARIOS) {

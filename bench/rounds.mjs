@@ -1,3 +1,5 @@
+import { withChildCpu } from "./child.mjs"
+import { getTaskBody, load, sendAndComplete, sendMessageBody } from "./load.mjs"
 import { median } from "./stats.mjs"
 
 /**
@@ -37,6 +39,32 @@ export async function alternatingRounds({ sides, scenarios, rounds, seconds, run
     }
   }
   return samples
+}
+
+/**
+ * GetTask and SendMessage→completed over JSON-RPC against servers running in child processes, in alternating rounds:
+ * each server is seeded with a completed Task to read (again before every round), warmed 1 s per server and scenario,
+ * then loaded `settings.seconds` per run with its CPU per request measured. The observe and ownAgent phases use it.
+ * @template {{ key: string, child: import("node:child_process").ChildProcess, url: string }} Side
+ * @param {{ running: Side[], settings: LoadSettings, log: (line: string) => void, label: string }} opts
+ * @returns {Promise<Samples>}
+ */
+export async function getAndSendRounds({ running, settings, log, label }) {
+  /** @type {Record<string, string>} */
+  const seeded = {}
+  const seed = async () => {
+    for (const side of running) seeded[side.key] = (await sendAndComplete(side.url)).id
+  }
+  await seed()
+  /** @type {Record<string, (side: Side) => string>} */
+  const bodies = { GetTask: (side) => getTaskBody(seeded[side.key]), SendMessage: () => sendMessageBody() }
+  /** @param {Side} side @param {string} scenario @param {number} seconds */
+  const runOnce = (side, scenario, seconds) =>
+    withChildCpu(side.child, () => load({ url: side.url, body: bodies[scenario](side), seconds, connections: settings.connections, pipelining: settings.pipelining }))
+  log(`${label}: warming up (1 s per server and scenario)`)
+  const scenarios = Object.keys(bodies)
+  for (const scenario of scenarios) for (const side of running) await runOnce(side, scenario, 1)
+  return alternatingRounds({ sides: running, scenarios, rounds: settings.rounds, seconds: settings.seconds, runOnce, log, label, before: seed })
 }
 
 /**
