@@ -11,6 +11,7 @@ const steadyMs = Number(process.env.BENCH_RESTART_STEADY_S ?? 5) * 1000
 const model = await startModel()
 const cluster = await startCluster({ count: 3, drainDelay: "2s", model })
 const load = startLoad(cluster.url, { workers, maxRequests: 1_000_000 })
+/** @type {{ name: string, from: number, to: number }[]} the measured windows, in performance.now() ms */
 const windows = []
 const mark = () => performance.now()
 try {

@@ -13,6 +13,28 @@ const ROOT = path.resolve(import.meta.dirname, "..")
 const CLI_BIN = path.join(ROOT, "dist", "bin", "toolnexus.js")
 export const PG_URL = process.env.TOOLNEXUS_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/test"
 
+/**
+ * @typedef {import("node:child_process").ChildProcess} ChildProcess
+ * @typedef {number | NodeJS.Signals | null} ExitCode a replica's exit code, or the signal that ended it
+ * @typedef {{ chunk(text: string): void, end(): void }} ModelStream the fake model's streamed answer, written by the caller
+ * @typedef {{ url: string, opened(name: string): Promise<ModelStream>, close(): Promise<Error | undefined> }} Model
+ * @typedef {{
+ *   name: string,
+ *   port: number,
+ *   child: ChildProcess | undefined,
+ *   exited?: Promise<ExitCode>,
+ *   exits: ExitCode[],
+ *   lines: string[],
+ * }} Replica one replica of the command: `child` and `exited` are its current run's, `exits` every run's exit code,
+ *   `lines` its last stdout lines
+ * @typedef {{ status: number | undefined, headers: import("node:http").IncomingHttpHeaders, text: string }} HttpAnswer
+ * @typedef {{ at: number, ms: number, ok: boolean, what: string, detail?: string }} Sample one call of the load: sent at
+ *   `at` (performance.now()), answered in `ms`, with what was wrong in `detail`
+ * @typedef {http.IncomingMessage & { headers: { "x-served-by"?: string } }} ProxiedResponse a response through HAProxy, which
+ *   names the replica that served it (node gives every header but set-cookie as one string)
+ * @typedef {{ id: number | undefined, data: any }} SseEvent one event of an SSE stream: its id (when it has one), its data parsed
+ */
+
 /** The haproxy binary: $HAPROXY, else the one on PATH or in /usr/sbin; undefined when there is none. */
 export function findHaproxy() {
   for (const candidate of [process.env.HAPROXY, "haproxy", "/usr/sbin/haproxy"]) {
@@ -27,7 +49,12 @@ export function findHaproxy() {
   return undefined
 }
 
-/** Waits for `check()` to be true, polling; throws naming `what` after `ms`. */
+/**
+ * Waits for `check()` to be true, polling; throws naming `what` after `ms`.
+ * @param {() => boolean | undefined | Promise<boolean | undefined>} check
+ * @param {number} ms
+ * @param {string} what
+ */
 export async function waitFor(check, ms, what) {
   const deadline = performance.now() + ms
   for (;;) {
@@ -40,9 +67,9 @@ export async function waitFor(check, ms, what) {
 /** A free TCP port on 127.0.0.1 (listened on, then let go). */
 async function freePort() {
   const server = http.createServer()
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve))
-  const { port } = server.address()
-  await new Promise((resolve) => server.close(resolve))
+  await new Promise((/** @type {(value?: undefined) => void} */ resolve) => server.listen(0, "127.0.0.1", resolve))
+  const { port } = /** @type {import("node:net").AddressInfo} */ (server.address())
+  await new Promise((/** @type {(err?: Error) => void} */ resolve) => server.close(resolve))
   return port
 }
 
@@ -50,9 +77,12 @@ async function freePort() {
  * A fake OpenAI-style model on 127.0.0.1: a prompt "stream:<name>" gets a streamed answer whose chunks the caller
  * writes (`streams.get(name)`: `{ chunk(text), end() }`, once `opened(name)` resolves); any other prompt gets
  * "done: <prompt>" at once.
+ * @returns {Promise<Model>}
  */
 export async function startModel() {
+  /** @type {Map<string, ModelStream>} */
   const streams = new Map()
+  /** @type {Map<string, (stream: ModelStream) => void>} */
   const waiting = new Map()
   const server = http.createServer((req, res) => {
     let raw = ""
@@ -60,7 +90,7 @@ export async function startModel() {
     req.on("data", (chunk) => (raw += chunk))
     req.on("end", () => {
       const body = JSON.parse(raw)
-      const prompt = String(body.messages.filter((m) => m.role === "user").at(-1)?.content ?? "")
+      const prompt = String(body.messages.filter((/** @type {{ role: string, content?: unknown }} */ m) => m.role === "user").at(-1)?.content ?? "")
       if (!prompt.startsWith("stream:")) {
         res.writeHead(200, { "content-type": "application/json" })
         res.end(JSON.stringify({ choices: [{ message: { content: `done: ${prompt}` } }] }))
@@ -68,6 +98,7 @@ export async function startModel() {
       }
       const name = prompt.slice("stream:".length)
       res.writeHead(200, { "content-type": "text/event-stream" })
+      /** @type {ModelStream} */
       const stream = {
         chunk: (text) => res.write(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: text } }] })}\n\n`),
         end: () => res.end(`data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })}\n\ndata: [DONE]\n\n`),
@@ -76,18 +107,24 @@ export async function startModel() {
       waiting.get(name)?.(stream)
     })
   })
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve))
+  await new Promise((/** @type {(value?: undefined) => void} */ resolve) => server.listen(0, "127.0.0.1", resolve))
   return {
-    url: `http://127.0.0.1:${server.address().port}`,
-    opened: (name) => (streams.has(name) ? Promise.resolve(streams.get(name)) : new Promise((resolve) => waiting.set(name, resolve))),
+    url: `http://127.0.0.1:${/** @type {import("node:net").AddressInfo} */ (server.address()).port}`,
+    opened: (name) => (streams.has(name) ? Promise.resolve(/** @type {ModelStream} */ (streams.get(name))) : new Promise((resolve) => waiting.set(name, resolve))),
     close: () => {
       server.closeAllConnections()
-      return new Promise((resolve) => server.close(resolve))
+      return new Promise((/** @type {(err?: Error) => void} */ resolve) => server.close(resolve))
     },
   }
 }
 
-/** One HTTP request on a keep-alive agent, never retried; resolves with status, headers and body text, or rejects on a transport error. */
+/**
+ * One HTTP request on a keep-alive agent, never retried; resolves with status, headers and body text, or rejects on a transport error.
+ * @param {http.Agent} agent
+ * @param {string} url
+ * @param {{ method?: string, body?: unknown, headers?: Record<string, string>, timeoutMs?: number }} [options] `body` is sent as JSON
+ * @returns {Promise<HttpAnswer>}
+ */
 export function request(agent, url, { method = "GET", body, headers = {}, timeoutMs = 30_000 } = {}) {
   return new Promise((resolve, reject) => {
     const req = http.request(url, { method, agent, headers: { ...(body !== undefined && { "content-type": "application/json" }), ...headers }, timeout: timeoutMs })
@@ -104,23 +141,31 @@ export function request(agent, url, { method = "GET", body, headers = {}, timeou
   })
 }
 
-/** A JSON-RPC 1.0 call's body. */
+/**
+ * A JSON-RPC 1.0 call's body.
+ * @param {string} method
+ * @param {unknown} params
+ * @param {number} [id]
+ */
 export const rpc = (method, params, id = 1) => ({ jsonrpc: "2.0", id, method, params })
 export const A2A_1 = { "a2a-version": "1.0" }
 
 /**
  * Starts `count` replicas of the command (each on a port it keeps across restarts) on a Postgres table of this run's
  * own, and HAProxy in front checking `GET /readyz` every 250 ms. `close()` stops everything and drops the tables.
+ * @param {{ count?: number, drainDelay?: string, model: Model }} options `model` is the one the replicas talk to (`startModel()`)
  */
-export async function startCluster({ count = 3, drainDelay = "2s", model } = {}) {
+export async function startCluster({ count = 3, drainDelay = "2s", model }) {
   const haproxy = findHaproxy()
   if (!haproxy) throw new Error("haproxy is not installed: apt-get install -y haproxy (or set HAPROXY)")
   const table = `tn_e2e_${randomBytes(4).toString("hex")}`
   const store = `${PG_URL}?table=${table}`
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "tn-haproxy-"))
+  /** @type {Replica[]} */
   const replicas = []
   for (let i = 0; i < count; i++) replicas.push({ name: `r${i}`, port: await freePort(), child: undefined, exits: [], lines: [] })
 
+  /** @param {Replica} replica */
   const start = async (replica) => {
     const child = spawn(
       process.execPath,
@@ -128,11 +173,11 @@ export async function startCluster({ count = 3, drainDelay = "2s", model } = {})
       { cwd: ROOT, env: { ...process.env, TOOLNEXUS_DRAIN_DELAY: "" }, stdio: ["ignore", "pipe", "pipe"] },
     )
     replica.child = child
-    const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal)))
+    const exited = new Promise((/** @type {(code: ExitCode) => void} */ resolve) => child.once("exit", (code, signal) => resolve(code ?? signal)))
     replica.exited = exited
     let stderr = ""
     child.stderr.setEncoding("utf8").on("data", (chunk) => (stderr = (stderr + chunk).slice(-4000)))
-    await new Promise((resolve, reject) => {
+    await new Promise((/** @type {(value?: undefined) => void} */ resolve, reject) => {
       readline.createInterface({ input: child.stdout }).on("line", (line) => {
         replica.lines.push(line)
         if (replica.lines.length > 200) replica.lines.shift()
@@ -185,15 +230,19 @@ export async function startCluster({ count = 3, drainDelay = "2s", model } = {})
   const proxyExited = new Promise((resolve) => proxy.once("exit", resolve))
 
   const statsAgent = new http.Agent({ keepAlive: false })
-  /** HAProxy's view: server name → "UP", "DOWN", ... */
+  /**
+   * HAProxy's view: server name → "UP", "DOWN", ...
+   * @returns {Promise<Record<string, string>>}
+   */
   const states = async () => {
     const { text } = await request(statsAgent, `http://127.0.0.1:${statsPort}/stats;csv`)
     const rows = text.split("\n").map((line) => line.split(","))
     const statusAt = rows[0].indexOf("status")
     return Object.fromEntries(rows.filter((row) => row[0] === "replicas" && row[1] !== "BACKEND").map((row) => [row[1], row[statusAt]]))
   }
+  /** @param {string} name @param {string} wanted @param {number} [ms] */
   const waitState = (name, wanted, ms = 30_000) =>
-    waitFor(async () => (await states().catch(() => ({})))[name]?.startsWith(wanted), ms, `HAProxy to see ${name} ${wanted} (${proxyErr})`)
+    waitFor(async () => (await states().catch(() => /** @type {Record<string, string>} */ ({})))[name]?.startsWith(wanted), ms, `HAProxy to see ${name} ${wanted} (${proxyErr})`)
   await Promise.race([
     Promise.all(replicas.map((r) => waitState(r.name, "UP"))),
     proxyExited.then((code) => Promise.reject(new Error(`haproxy exited (${code}): ${proxyErr}`))),
@@ -205,14 +254,20 @@ export async function startCluster({ count = 3, drainDelay = "2s", model } = {})
     table,
     states,
     waitState,
-    /** SIGTERMs the replica; resolves with its exit code. */
+    /**
+     * SIGTERMs the replica; resolves with its exit code.
+     * @param {Replica} replica
+     */
     async terminate(replica) {
-      replica.child.kill("SIGTERM")
-      const code = await replica.exited
+      /** @type {ChildProcess} */ (replica.child).kill("SIGTERM")
+      const code = await /** @type {Promise<ExitCode>} */ (replica.exited)
       replica.exits.push(code)
       return code
     },
-    /** Starts the replica again on its port, and waits for HAProxy to see it up. */
+    /**
+     * Starts the replica again on its port, and waits for HAProxy to see it up.
+     * @param {Replica} replica
+     */
     async restart(replica) {
       await start(replica)
       await waitState(replica.name, "UP")
@@ -242,14 +297,25 @@ export async function startCluster({ count = 3, drainDelay = "2s", model } = {})
 /**
  * A steady load through `url` from `workers` clients that never retry: each sends SendMessage (A2A 1.0, answered once
  * the Task completed), then GetTask of a Task acknowledged so far, until `stop()`. Every answer is recorded.
+ * @param {string} url
+ * @param {{ workers?: number, maxRequests?: number }} [options]
  */
 export function startLoad(url, { workers = 4, maxRequests = 50_000 } = {}) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: workers })
-  const samples = [] // { at, ms, ok, what, detail }
+  /** @type {Sample[]} */
+  const samples = []
+  /** @type {string[]} the ids of the Tasks SendMessage answered completed */
   const acknowledged = []
   let stopped = false
   let sent = 0
+  /** @param {string} what @param {number} started @param {boolean} ok @param {string} [detail] */
   const record = (what, started, ok, detail) => samples.push({ at: started, ms: performance.now() - started, ok, what, ...(detail && { detail }) })
+  /**
+   * @param {string} what
+   * @param {object} body
+   * @param {(result: any) => string | undefined} check what is wrong with the JSON-RPC result, if anything
+   * @returns {Promise<any>} the result, when it passed
+   */
   const call = async (what, body, check) => {
     const started = performance.now()
     sent++
@@ -260,10 +326,11 @@ export function startLoad(url, { workers = 4, maxRequests = 50_000 } = {}) {
       record(what, started, problem === undefined, problem)
       return problem === undefined ? parsed.result : undefined
     } catch (err) {
-      record(what, started, false, `transport: ${err.message}`)
+      record(what, started, false, `transport: ${/** @type {Error} */ (err).message}`)
       return undefined
     }
   }
+  /** @param {number} w */
   const worker = async (w) => {
     for (let n = 0; !stopped && sent < maxRequests; n++) {
       const text = `w${w}-${n}-${randomBytes(3).toString("hex")}`
@@ -288,13 +355,17 @@ export function startLoad(url, { workers = 4, maxRequests = 50_000 } = {}) {
   }
 }
 
-/** Reads an SSE response body (node's IncomingMessage) as it comes: `events` fills with { id, data }; `done` resolves when it ends. */
+/**
+ * Reads an SSE response body (node's IncomingMessage) as it comes: `events` fills with { id, data }; `done` resolves when it ends.
+ * @param {http.IncomingMessage} res
+ */
 export function readEvents(res) {
+  /** @type {SseEvent[]} */
   const events = []
   let buffer = ""
   res.setEncoding("utf8")
-  const done = new Promise((resolve, reject) => {
-    res.on("data", (chunk) => {
+  const done = new Promise((/** @type {(events: SseEvent[]) => void} */ resolve, reject) => {
+    res.on("data", (/** @type {string} */ chunk) => {
       buffer += chunk
       let end
       while ((end = buffer.indexOf("\n\n")) !== -1) {
@@ -315,7 +386,13 @@ export function readEvents(res) {
   return { events, done }
 }
 
-/** Opens a streaming call through `url`; resolves with the response once its headers came. */
+/**
+ * Opens a streaming call through `url`; resolves with the response once its headers came.
+ * @param {string} url
+ * @param {unknown} body sent as JSON
+ * @param {Record<string, string>} [headers]
+ * @returns {Promise<ProxiedResponse>}
+ */
 export function openStream(url, body, headers = {}) {
   return new Promise((resolve, reject) => {
     const req = http.request(`${url}/`, { method: "POST", agent: false, headers: { "content-type": "application/json", ...A2A_1, ...headers } })
@@ -325,7 +402,11 @@ export function openStream(url, body, headers = {}) {
   })
 }
 
-/** The p-th percentile of numbers (0-100). */
+/**
+ * The p-th percentile of numbers (0-100).
+ * @param {number[]} values
+ * @param {number} p
+ */
 export function percentile(values, p) {
   if (values.length === 0) return NaN
   const sorted = [...values].sort((a, b) => a - b)
