@@ -130,13 +130,13 @@ await app.register(toolnexusA2A, { client: createLocalClient(() => "hi"), toolki
 const card = (await app.inject({ url: "/.well-known/agent-card.json" })).json() as { name: string }
 const page = await app.inject({ url: "/inspector/inspector.js" })
 await app.close()
-const options: ServeOptions = { client: createLocalClient(() => "hi"), logger: false }
+const options: ServeOptions = { agent: async () => "hi", logger: false }
 console.log(JSON.stringify({
   saved: (await store.get("t-1"))?.id,
   card: card.name,
   taskStore: app.taskStore === store,
   stores: [FileTaskStore, NatsTaskStore, PostgresTaskStore, resolveStore, serve].map((f) => typeof f),
-  options: typeof options.client.run,
+  options: typeof options.agent,
   inspector: [page.statusCode, page.headers["content-type"]],
 }))
 `,

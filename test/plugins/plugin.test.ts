@@ -99,7 +99,8 @@ t.test("the agent card carries the 1.0 and 0.3 fields and the host's card option
 
 t.test("bad options fail at registration, naming the option", async (t) => {
   const cases: Array<[Partial<ToolnexusA2AOptions>, RegExp]> = [
-    [{ client: undefined }, /opts\.client should be a client with run/],
+    [{ client: undefined }, /opts\.agent or opts\.client is required/],
+    [{ client: {} as never }, /opts\.client should be a client with run/],
     [{ store: "redis:x" }, /opts\.store is not a store selector: Unknown A2A store "redis:x"/],
     [{ store: { get: async () => undefined } as unknown as TaskStore }, /opts\.store is not a store selector: Unknown A2A store \(an object without get\/save methods\)/],
     [{ store: "file:/dev/null/tasks" }, /opts\.store could not be opened: .*(ENOTDIR|EACCES)/],
