@@ -1,7 +1,5 @@
 import { CancelTaskRequest, GetTaskRequest, SendMessageRequest, TaskState } from "@a2a-js/sdk"
 import { ClientFactory } from "@a2a-js/sdk/client"
-import { context, propagation, trace } from "@opentelemetry/api"
-import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-node"
 import { createOpenAI } from "@ai-sdk/openai"
 import { MockLanguageModelV4 } from "ai/test"
 import t, { type Test } from "tap"
@@ -10,6 +8,7 @@ import { createToolkit } from "../../lib/tools/toolkit.js"
 import { serve } from "../../plugins/serve.js"
 import { finish, openAIEndpoint, partStream, sse, textAnswer } from "../fixtures/ai-sdk.js"
 import { addTool, waitFor } from "../fixtures/helpers.js"
+import { recordSpans } from "../fixtures/tracing.js"
 
 /*
  * An A2A agent whose loop runs on an AI SDK language model, driven by the
@@ -21,15 +20,7 @@ import { addTool, waitFor } from "../fixtures/helpers.js"
 
 const KEY = "sk-served-0123456789abcdef"
 
-const exporter = new InMemorySpanExporter()
-const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
-provider.register()
-t.teardown(async () => {
-  await provider.shutdown()
-  trace.disable()
-  context.disable()
-  propagation.disable()
-})
+const exporter = recordSpans(t)
 
 const say = (text: string, extra: Record<string, unknown> = {}) => SendMessageRequest.fromJSON({ message: { messageId: `m-${Math.random()}`, role: "ROLE_USER", parts: [{ text }] }, ...extra })
 const textOf = (part: { content?: { $case: string; value: unknown } } | undefined) => (part?.content?.$case === "text" ? part.content.value : undefined)

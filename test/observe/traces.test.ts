@@ -1,5 +1,5 @@
-import { context, propagation, SpanKind, trace } from "@opentelemetry/api"
-import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor, type ReadableSpan } from "@opentelemetry/sdk-trace-node"
+import { SpanKind } from "@opentelemetry/api"
+import type { ReadableSpan } from "@opentelemetry/sdk-trace-node"
 import * as grpc from "@grpc/grpc-js"
 import { randomBytes, randomUUID } from "node:crypto"
 import t, { type Test } from "tap"
@@ -8,6 +8,7 @@ import { messageType } from "../../lib/grpc/proto.js"
 import { createToolkit } from "../../lib/tools/toolkit.js"
 import { serve } from "../../plugins/serve.js"
 import { localServer, modelServer, rpc, waitFor, type Scripted } from "../fixtures/helpers.js"
+import { recordSpans } from "../fixtures/tracing.js"
 
 /*
  * Traces, as a user who registers the OpenTelemetry Node SDK sees them: a peer's traceparent goes on
@@ -15,15 +16,7 @@ import { localServer, modelServer, rpc, waitFor, type Scripted } from "../fixtur
  * on every binding. The SDK is registered once for this file (the global provider is process-wide).
  */
 
-const exporter = new InMemorySpanExporter()
-const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
-provider.register()
-t.teardown(async () => {
-  await provider.shutdown()
-  trace.disable()
-  context.disable()
-  propagation.disable()
-})
+const exporter = recordSpans(t)
 
 /** A peer's span: its own trace id and span id, as its traceparent says them. */
 function peerSpan(): { traceId: string; spanId: string; traceparent: string } {
