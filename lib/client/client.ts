@@ -177,43 +177,38 @@ export function createClient(opts: LanguageModelClientOptions): Client
 export function createClient(opts: ClientOptions | LanguageModelClientOptions): Client {
   if (typeof opts === "object" && opts !== null && opts.languageModel !== undefined) return languageModelClient(opts)
   checkClientOptions(opts)
+  const turn = turnSettings(opts)
   const endpoint = {
     baseUrl: opts.baseUrl,
     model: opts.model,
     apiKey: opts.apiKey,
     headers: opts.headers,
-    timeoutMs: opts.timeoutMs ?? 60_000,
-    retry: retryPolicy(opts),
-    limits: {
-      maxResponseBytes: opts.maxResponseBytes ?? DEFAULT_TURN_LIMITS.maxResponseBytes,
-      maxLineLength: opts.maxLineLength ?? DEFAULT_TURN_LIMITS.maxLineLength,
-      turnTimeoutMs: opts.turnTimeoutMs ?? DEFAULT_TURN_LIMITS.turnTimeoutMs,
-    },
+    ...turn,
+    limits: { ...turn.limits, maxLineLength: opts.maxLineLength ?? DEFAULT_TURN_LIMITS.maxLineLength },
   }
   const model = opts.style === "openai" ? openAIModel(endpoint) : anthropicModel({ ...endpoint, maxTokens: opts.maxTokens ?? 4096 })
-  return loopClient(model, { systemPrompt: opts.systemPrompt, maxTurns: opts.maxTurns ?? 10 })
+  return loopClient(model, opts)
 }
 
 function languageModelClient(opts: LanguageModelClientOptions): Client {
   checkLanguageModelOptions(opts)
-  const model = aiSdkModel(opts.languageModel, {
-    headers: opts.headers,
-    maxOutputTokens: opts.maxTokens,
+  const model = aiSdkModel(opts.languageModel, { headers: opts.headers, maxOutputTokens: opts.maxTokens, ...turnSettings(opts) })
+  return loopClient(model, opts)
+}
+
+/** What every model adapter reads of the options, defaults filled in: each wait, the retries, and one turn's bounds. */
+function turnSettings(opts: ModelClientOptions): { timeoutMs: number; retry: RetryPolicy; limits: { maxResponseBytes: number; turnTimeoutMs: number } } {
+  return {
     timeoutMs: opts.timeoutMs ?? 60_000,
-    retry: retryPolicy(opts),
+    retry: {
+      maxRetries: opts.maxRetries ?? DEFAULT_RETRY.maxRetries,
+      deadlineMs: opts.retryDeadlineMs ?? DEFAULT_RETRY.deadlineMs,
+      baseDelayMs: opts.retryBaseDelayMs ?? DEFAULT_RETRY.baseDelayMs,
+    },
     limits: {
       maxResponseBytes: opts.maxResponseBytes ?? DEFAULT_TURN_LIMITS.maxResponseBytes,
       turnTimeoutMs: opts.turnTimeoutMs ?? DEFAULT_TURN_LIMITS.turnTimeoutMs,
     },
-  })
-  return loopClient(model, { systemPrompt: opts.systemPrompt, maxTurns: opts.maxTurns ?? 10 })
-}
-
-function retryPolicy(opts: ModelClientOptions): RetryPolicy {
-  return {
-    maxRetries: opts.maxRetries ?? DEFAULT_RETRY.maxRetries,
-    deadlineMs: opts.retryDeadlineMs ?? DEFAULT_RETRY.deadlineMs,
-    baseDelayMs: opts.retryBaseDelayMs ?? DEFAULT_RETRY.baseDelayMs,
   }
 }
 
@@ -225,10 +220,12 @@ export function createLocalClient(respond: ModelFunction, opts: { model?: string
   }
   checkOptionalString("createLocalClient", "systemPrompt", opts.systemPrompt)
   checkOptionalPositiveInteger("createLocalClient", "maxTurns", opts.maxTurns)
-  return loopClient(localModel(respond, opts.model ?? "local"), { systemPrompt: opts.systemPrompt, maxTurns: opts.maxTurns ?? 10 })
+  return loopClient(localModel(respond, opts.model ?? "local"), opts)
 }
 
-function loopClient(model: Model, settings: LoopSettings): Client {
+/** The loop over `model`, with the options' system prompt and turn limit (default 10). */
+function loopClient(model: Model, given: { systemPrompt?: string; maxTurns?: number }): Client {
+  const settings: LoopSettings = { systemPrompt: given.systemPrompt, maxTurns: given.maxTurns ?? 10 }
   return {
     model: model.name,
     run: (prompt, opts = {}) => runLoop(model, settings, prompt, opts),
