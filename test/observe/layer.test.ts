@@ -1,5 +1,3 @@
-import { trace } from "@opentelemetry/api"
-import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-node"
 import net from "node:net"
 import t from "tap"
 import { A2AMetrics } from "../../lib/observe/metrics.js"
@@ -11,18 +9,13 @@ import { InMemoryTaskStore } from "../../lib/stores/memory/store.js"
 import { TaskConflictError, type TaskStore } from "../../lib/stores/task-store.js"
 import type { A2ATask } from "../../lib/types.js"
 import { RecordingStore, sampleTask } from "../fixtures/helpers.js"
+import { recordSpans } from "../fixtures/tracing.js"
 
 /* The observe layer on its own: the store as the server observes it, the metrics' own address, and spans of failures. */
 
 // Asked before the SDK below is registered: with the API alone, nothing is.
 const registeredBefore = tracingRegistered()
-const exporter = new InMemorySpanExporter()
-const provider = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] })
-provider.register()
-t.teardown(async () => {
-  await provider.shutdown()
-  trace.disable()
-})
+const exporter = recordSpans(t)
 
 /** The count of a histogram's series in the metrics' text, or undefined when it has none. */
 async function countOf(metrics: A2AMetrics, name: string, labels: string): Promise<number | undefined> {
