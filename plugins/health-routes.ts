@@ -72,9 +72,11 @@ export function trackReadiness(fastify: FastifyInstance, readiness: Readiness): 
     drain: () => readiness.drain(),
   } satisfies ToolnexusReadiness)
   fastify.addHook("onListen", async () => readiness.listening())
-  fastify.addHook("onRequest", async (request, reply) => {
+  // On every request: a callback hook, so the common case (ready) costs no promise.
+  fastify.addHook("onRequest", (request, reply, done) => {
     // HTTP/2 has no connection header (its GOAWAY, sent on close, does this job).
     if (readiness.phase !== "ready" && readiness.phase !== "starting" && request.raw.httpVersionMajor === 1) reply.header("connection", "close")
+    done()
   })
 }
 
