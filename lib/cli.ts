@@ -331,25 +331,19 @@ export function parseCli(argv: string[], env: NodeJS.ProcessEnv, stdoutIsTTY = f
     ...(values.inspector || switchVariable("TOOLNEXUS_INSPECTOR", env.TOOLNEXUS_INSPECTOR) ? { inspector: true as const } : {}),
     ...metricsFlags(values.metrics, setting("metrics-listen"), env),
     logFormat,
-    drainDelayMs: drainDelayFlag(setting("drain-delay") ?? DEFAULT_DRAIN_DELAY),
+    drainDelayMs: durationFlag("drain-delay", setting("drain-delay") ?? DEFAULT_DRAIN_DELAY, 0)!,
   }
 }
 
-/** --drain-delay: 0 (none) up to Node's longest timer, ms or with a unit. Throws naming the flag. */
-function drainDelayFlag(text: string): number {
-  const ms = /^\s*\d+\s*$/.test(text) ? Number(text) : parseDuration(text)
-  if (ms === undefined || !Number.isInteger(ms) || ms > MAX_TIMER_MS) {
-    throw new Error(`--drain-delay should be a duration from 0 to 24 days: milliseconds, or with a unit such as "5s", "500ms", got ${JSON.stringify(text)}`)
-  }
-  return ms
-}
-
-/** A duration flag in whole milliseconds, 1 ms to ~24.8 days: digits are ms, or digits with ms, s, m, h or d. Throws naming the flag. */
-function durationFlag(flag: string, text: string | undefined): number | undefined {
+/**
+ * A duration flag in whole milliseconds, `min` (1 ms unless 0 is allowed) to ~24.8 days: digits are ms, or digits with
+ * ms, s, m, h or d. Throws naming the flag.
+ */
+function durationFlag(flag: string, text: string | undefined, min: 0 | 1 = 1): number | undefined {
   if (text === undefined) return undefined
   const ms = /^\s*\d+\s*$/.test(text) ? Number(text) : parseDuration(text)
-  if (ms === undefined || !Number.isInteger(ms) || ms < 1 || ms > MAX_TIMER_MS) {
-    throw new Error(`--${flag} should be a duration from 1 ms to 24 days: milliseconds, or with a unit such as "30s", "2m", "500ms", got ${JSON.stringify(text)}`)
+  if (ms === undefined || !Number.isInteger(ms) || ms < min || ms > MAX_TIMER_MS) {
+    throw new Error(`--${flag} should be a duration from ${min === 0 ? "0" : "1 ms"} to 24 days: milliseconds, or with a unit such as "30s", "2m", "500ms", got ${JSON.stringify(text)}`)
   }
   return ms
 }
